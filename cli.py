@@ -1,0 +1,75 @@
+"""The `lossops` command line: each verb is one step of build -> (fuse) -> check -> prepare -> run."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(Path(args.output), repeat=args.repeat, size=args.size)
+
+
+def _check(args: argparse.Namespace) -> int:
+    import onnx
+
+    from .opset.model import node_problems
+
+    model = onnx.load(args.model)
+    problems = node_problems(model)
+    for node, problem in problems:
+        print(f"{node}: {problem}")
+    n = len(model.graph.node)
+    print(f"{args.model}: {n} nodes, " + ("OK" if not problems else f"{len(problems)} problem(s)"))
+    return 1 if problems else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
+                                     "run in ONNX Runtime.")
+    verbs = parser.add_subparsers(dest="verb", required=True)
+
+    demo = verbs.add_parser("demo", help="build, save and run a model that uses all three operators",
+                            description="Build one model with all three lossops operators, save it, run it through "
+                            "the lossops kernels and through the standard-op decomposition on plain onnxruntime, "
+                            "and print per operator and dtype the max error against a float64 reference and the time.")
+    demo.add_argument("-o", "--output", default="lossops_demo.onnx", help="where to save the model")
+    demo.add_argument("--size", type=int, default=100_000, help="elements per tensor (default 100000)")
+    demo.add_argument("--repeat", type=int, default=7, help="timed runs per measurement; the median is printed")
+    demo.set_defaults(fn=_demo)
+
+    check = verbs.add_parser("check", help="check a model with the lossops schemas, node by node",
+                             description="Run onnx.checker and strict type/shape inference with the lossops schemas "
+                             "and print what is wrong, node by node. Exit status 1 if anything is.")
+    check.add_argument("model", help="path of an .onnx model")
+    check.set_defaults(fn=_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.fn(args)
+    except (OSError, ValueError) as e:
+        print(f"lossops {args.verb}: {e}", file=sys.stderr)
+        return 2
+
+
+def median_seconds(fn, repeat: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return float(np.median(times))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

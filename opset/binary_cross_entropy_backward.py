@@ -1,0 +1,63 @@
+"""BinaryCrossEntropyBackward: gradient of BCE w.r.t. the probabilities (aclnnBinaryCrossEntropyBackward)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import shapes
+from .builder import Builder
+from .spec import Input, OpDef, reduction
+
+# The clamp of x * (1 - x): PyTorch's and the Ascend kernel's 1e-12, which PyTorch stores as a C float, so
+# in double it is float32(1e-12) = 9.99999996e-13 (measured: torch float64 results match this, not 1e-12).
+EPSILON = float(np.float32(1e-12))
+
+DOC = """\
+Gradient of `binary_cross_entropy(input, target, weight, reduction)` with respect to `input`:
+
+    grad_input = grad_output * weight * (input - target) / max(input * (1 - input), 1e-12)
+
+divided by the number of elements of `input` for `mean`. The clamp is applied in the compute precision
+(its value is float32(1e-12), as in PyTorch, also when computing in double),
+so `input` of exactly 0 or 1 gives a large finite value in float and double (about ±1e12) instead of inf
+or NaN. Values of `input` outside [0, 1] are not checked (PyTorch does not check them either). float16 and
+bfloat16 are computed in float32 and rounded once.
+"""
+
+
+def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
+    x = s["input"]
+    for name in ("grad_output", "target", "weight"):
+        if name in s:
+            shapes.check_fits(s[name], x, f"input '{name}'")
+    return x
+
+
+def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str) -> str:
+    g, x, y, w = (b.to_compute(n) for n in (grad_output, input, target, weight))
+    denominator = b.op("Max", b.op("Mul", x, b.op("Sub", b.const(1.0), x)), b.const(EPSILON))
+    grad = b.op("Mul", b.op("Div", b.op("Mul", g, b.op("Sub", x, y)), denominator), w)
+    grad = b.choose("reduction", {
+        "none": lambda s: grad,
+        "mean": lambda s: s.op("Div", grad, s.numel(x)),
+        "sum": lambda s: grad,
+    })
+    # Reshape to input's shape fails at run time if another input enlarged the result by broadcasting.
+    return b.op("Reshape", grad, b.op("Shape", input))
+
+
+DEFINITION = OpDef(
+    name="BinaryCrossEntropyBackward",
+    summary="Gradient of binary cross entropy with respect to the probabilities.",
+    doc=DOC,
+    inputs=(
+        Input("grad_output", "Gradient of the loss; broadcastable to `input`'s shape (a scalar for `mean`/`sum`)."),
+        Input("input", "Probabilities, any rank."),
+        Input("target", "Targets, broadcastable to `input`'s shape."),
+        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
+    ),
+    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    attributes=(reduction(),),
+    infer=infer,
+    decompose=decompose,
+)

@@ -1,0 +1,73 @@
+"""BinaryCrossEntropyWithLogits: the logits loss fused with the sigmoid (aclnnBinaryCrossEntropyWithLogits)."""
+
+from __future__ import annotations
+
+from . import shapes
+from .builder import Builder
+from .spec import Input, OpDef, reduction
+
+DOC = """\
+Binary cross entropy between `target` and `sigmoid(input)`, computed from the logits directly. Per element,
+with `x = input`, `y = target`, `w = weight` (1 when absent) and `p = pos_weight` (1 when absent):
+
+    loss = w * ((1 - y) * softplus(x) + p * y * softplus(-x))
+
+which equals `-w * (p * y * log(sigmoid(x)) + (1 - y) * log(1 - sigmoid(x)))` and PyTorch's
+`binary_cross_entropy_with_logits`, but is finite and accurate for every finite `x`: both terms are
+non-negative, so nothing cancels, and `softplus(x) = max(x, 0) + log1p(exp(-|x|))` never overflows.
+`mean` divides the sum by the number of elements of `input` (NaN for an empty `input`, as PyTorch);
+`sum` of an empty `input` is 0. float16 and bfloat16 are computed in float32 and rounded once.
+"""
+
+
+def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
+    x = s["input"]
+    shapes.check_equal(s["target"], x, "input 'target'")
+    for name in ("weight", "pos_weight"):
+        if name in s:
+            shapes.check_fits(s[name], x, f"input '{name}'")
+    return x if attrs["reduction"] == "none" else ()
+
+
+def log1p_exp_neg_abs(b: Builder, x: str) -> str:
+    """log1p(exp(-|x|)) with standard ops: ONNX has no Log1p, so use log1p(u) = log(v) * u / (v - 1), v = 1 + u
+    (exact to a few ulps; for v == 1, log1p(u) = u)."""
+    u = b.op("Exp", b.op("Neg", b.op("Abs", x)))
+    one = b.const(1.0)
+    v = b.op("Add", one, u)
+    v_minus_one = b.op("Sub", v, one)
+    ratio = b.op("Div", b.op("Mul", b.op("Log", v), u), v_minus_one)
+    return b.op("Where", b.op("Equal", v, one), u, ratio)
+
+
+def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str) -> str:
+    x, y, w, p = (b.to_compute(n) for n in (input, target, weight, pos_weight))
+    e = log1p_exp_neg_abs(b, x)
+    softplus_x = b.op("Add", b.op("Relu", x), e)
+    softplus_neg_x = b.op("Add", b.op("Relu", b.op("Neg", x)), e)
+    negative = b.op("Mul", b.op("Sub", b.const(1.0), y), softplus_x)
+    positive = b.op("Mul", b.op("Mul", p, y), softplus_neg_x)
+    loss = b.op("Mul", b.op("Add", negative, positive), w)
+    return b.choose("reduction", {
+        "none": lambda s: loss,
+        "mean": lambda s: s.op("Div", s.op("ReduceSum", loss, keepdims=0), s.numel(x)),
+        "sum": lambda s: s.op("ReduceSum", loss, keepdims=0),
+    })
+
+
+DEFINITION = OpDef(
+    name="BinaryCrossEntropyWithLogits",
+    summary="Binary cross entropy on logits, with optional weight and pos_weight.",
+    doc=DOC,
+    inputs=(
+        Input("input", "Logits, any rank (0 included)."),
+        Input("target", "Targets (usually in [0, 1]); exactly the shape of `input`."),
+        Input("weight", "Per-element rescaling weight, broadcastable to `input`'s shape.", optional=True),
+        Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape (typically `[C]`).",
+              optional=True),
+    ),
+    output=Input("output", "`input`'s shape for `none`; a scalar (rank 0) for `mean` and `sum`."),
+    attributes=(reduction(),),
+    infer=infer,
+    decompose=decompose,
+)

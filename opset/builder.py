@@ -1,0 +1,130 @@
+"""Emit a decomposition into ONNX nodes, either for one known node (static) or as a generic FunctionProto.
+
+A decomposition is written once, as a Python function of a `Builder`. Choices that depend on an attribute
+(`reduction`, `log_target`) go through `Builder.choose`: with known attribute values the chosen branch is
+emitted inline; in a generic function body they become `If` nodes on the attribute's value.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from onnx import AttributeProto, NodeProto, TensorProto, ValueInfoProto, helper
+
+from .spec import OpDef
+
+Branch = Callable[["Builder"], str]
+
+
+class Builder:
+    """Collects nodes computing in `compute` (a TensorProto element type)."""
+
+    def __init__(self, opdef: OpDef, compute: int, attrs: dict | None, prefix: str, parent: Builder | None = None):
+        self.opdef = opdef
+        self.compute = compute
+        self.attrs = attrs  # None: generic function body, attribute values known only at run time
+        self.prefix = prefix
+        self.nodes: list[NodeProto] = []
+        self._counter = parent._counter if parent else [0]
+        self._consts: dict[float, str] = {}
+
+    def fresh(self, hint: str) -> str:
+        self._counter[0] += 1
+        return f"{self.prefix}{hint}_{self._counter[0]}"
+
+    def op(self, op_type: str, *inputs: str, **attrs) -> str:
+        out = self.fresh(op_type.lower())
+        self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
+        return out
+
+    def const(self, value: float) -> str:
+        """A scalar constant in the compute type (one node per value and builder)."""
+        if value not in self._consts:
+            tensor = helper.make_tensor(self.fresh("c"), self.compute, [], [value])
+            self._consts[value] = self.fresh("const")
+            self.nodes.append(helper.make_node("Constant", [], [self._consts[value]], value=tensor))
+        return self._consts[value]
+
+    def int_const(self, values: list[int]) -> str:
+        out = self.fresh("ints")
+        self.nodes.append(helper.make_node("Constant", [], [out], value_ints=values))
+        return out
+
+    def int_scalar(self, value: int) -> str:
+        out = self.fresh("int")
+        self.nodes.append(helper.make_node("Constant", [], [out], value_int=value))
+        return out
+
+    def to_compute(self, name: str) -> str:
+        return self.op("Cast", name, to=self.compute)
+
+    def numel(self, name: str) -> str:
+        """Number of elements of `name`, as a compute-type scalar."""
+        return self.op("Cast", self.op("Size", name), to=self.compute)
+
+    def choose(self, attr: str, branches: dict[str | int, Branch]) -> str:
+        allowed = self.opdef.attribute(attr).allowed
+        assert set(branches) == set(allowed), (attr, branches.keys())
+        if self.attrs is not None:
+            return branches[self.attrs[attr]](self)
+        return self._if_chain(attr, list(allowed), branches)
+
+    def _if_chain(self, attr: str, values: list, branches: dict) -> str:
+        if len(values) == 1:
+            return branches[values[0]](self)
+        first, rest = values[0], values[1:]
+        then_graph = self._subgraph(lambda b: branches[first](b))
+        else_graph = self._subgraph(lambda b: b._if_chain(attr, rest, branches))
+        cond = self._attr_equals(attr, first)
+        out = self.fresh(f"if_{attr}")
+        self.nodes.append(helper.make_node("If", [cond], [out], then_branch=then_graph, else_branch=else_graph))
+        return out
+
+    def _attr_equals(self, attr: str, value: str | int) -> str:
+        """A bool scalar: the function's attribute `attr` equals `value`."""
+        node = helper.make_node("Constant", [], [self.fresh(attr)])
+        kind = AttributeProto.STRING if isinstance(value, str) else AttributeProto.INT
+        ref = AttributeProto(name="value_string" if kind == AttributeProto.STRING else "value_int", type=kind,
+                             ref_attr_name=attr)
+        node.attribute.append(ref)
+        self.nodes.append(node)
+        if isinstance(value, str):
+            literal = self.fresh("literal")
+            self.nodes.append(helper.make_node("Constant", [], [literal], value_string=value))
+        else:
+            literal = self.fresh("literal")
+            self.nodes.append(helper.make_node("Constant", [], [literal], value_int=value))
+        return self.op("Equal", node.output[0], literal)
+
+    def _subgraph(self, body: Branch, compute: int | None = None):
+        sub = Builder(self.opdef, compute or self.compute, self.attrs, self.prefix, parent=self)
+        out = body(sub)
+        if not any(out in n.output for n in sub.nodes):
+            out = sub.op("Identity", out)
+        return helper.make_graph(sub.nodes, sub.fresh("branch"), [], [ValueInfoProto(name=out)])
+
+    def by_precision(self, like: str, body: Branch) -> str:
+        """Run `body` in float64 when `like` is double and in float32 otherwise (generic bodies only); the
+        result has `like`'s type (both branches of an If must give the same type)."""
+        tiny = self.fresh("tiny")
+        self.nodes.append(helper.make_node(
+            "Constant", [], [tiny], value=helper.make_tensor(self.fresh("c"), TensorProto.DOUBLE, [], [1e-300])))
+        # 1e-300 survives a cast only to double: float32, float16 and bfloat16 all flush it to zero.
+        zero = self.fresh("zero")
+        self.nodes.append(helper.make_node(
+            "Constant", [], [zero], value=helper.make_tensor(self.fresh("c"), TensorProto.DOUBLE, [], [0.0])))
+        is_double = self.op("Not", self.op("Equal", self.op("Cast", self.op("CastLike", tiny, like),
+                                                              to=TensorProto.DOUBLE), zero))
+        def typed(b: Builder) -> str:
+            return b.op("CastLike", body(b), like)
+
+        then_graph = self._subgraph(typed, TensorProto.DOUBLE)
+        else_graph = self._subgraph(typed, TensorProto.FLOAT)
+        out = self.fresh("by_precision")
+        self.nodes.append(helper.make_node("If", [is_double], [out], then_branch=then_graph, else_branch=else_graph))
+        return out
+
+
+def compute_type(elem_type: int) -> int:
+    """float16/bfloat16 compute in float32; float and double in themselves (OPS.md)."""
+    return TensorProto.DOUBLE if elem_type == TensorProto.DOUBLE else TensorProto.FLOAT

@@ -1,0 +1,40 @@
+"""The operator reference, generated from the definitions (docs/operators.md). Run: python -m lossops.opset.docs"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .registry import OPS
+from .spec import TENSOR_TYPES
+from .versions import DOMAIN, VERSION
+
+
+def operator_reference() -> str:
+    types = ", ".join(f"`{t}`" for t in TENSOR_TYPES.values())
+    lines = [
+        f"# The `{DOMAIN}` operator set, version {VERSION}",
+        "",
+        "Generated from the operator definitions in `opset/` by `python -m lossops.opset.docs`; do not edit.",
+        "",
+        f"Every tensor input and the output have type `T` in {types}; all tensors of one node share one `T`.",
+        "",
+    ]
+    for op in OPS.values():
+        lines += [f"## {op.name}", "", op.summary, "", op.doc.rstrip(), "", "| name | kind | description |",
+                  "|---|---|---|"]
+        for i in op.inputs:
+            lines.append(f"| `{i.name}` | {'optional input' if i.optional else 'input'}, T | {i.doc} |")
+        lines.append(f"| `{op.output.name}` | output, T | {op.output.doc} |")
+        for a in op.attributes:
+            allowed = ", ".join(f"`{v!r}`" for v in a.allowed)
+            lines.append(f"| `{a.name}` | attribute, {a.kind.__name__}, default `{a.default!r}` | {a.doc} "
+                         f"Allowed: {allowed}. |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "docs/operators.md"
+    target.write_text(operator_reference())
+    print(f"wrote {target}")

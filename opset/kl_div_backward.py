@@ -1,0 +1,81 @@
+"""KlDivBackward: gradient of KL divergence w.r.t. the log-probabilities (aclnnKlDivBackward)."""
+
+from __future__ import annotations
+
+from onnx import TensorProto, helper
+
+from . import shapes
+from .builder import Builder
+from .spec import Attribute, Input, OpDef, reduction
+
+DOC = """\
+Gradient of `kl_div(input, target, reduction, log_target)` with respect to `input`. The forward is
+`target * (log(target) - input)` (with `0 * log 0 = 0`), or `exp(target) * (target - input)` when
+`log_target` is 1. With `B` the broadcast shape of `input` and `target` and `g` the `grad_output` broadcast
+to `B`:
+
+    d = -target * g            (log_target = 0; no mask: target 0 gives -0.0)
+    d = -exp(target) * g       (log_target = 1)
+
+then `d` is divided by the number of elements of `B` for `mean`, by `input.shape[0]` for `batchmean`
+(no division when `input` is a scalar; this follows PyTorch, which divides by the input's first dimension,
+where the aclnn page says "the batch size"), and summed over the axes that broadcasting added to or
+stretched in `input`, so that `grad_input` has `input`'s shape. float16 and bfloat16 are computed in
+float32 and rounded once.
+"""
+
+
+def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
+    full = shapes.broadcast(s["input"], s["target"], "inputs 'input' and 'target'")
+    shapes.check_fits(s["grad_output"], full, "input 'grad_output'")
+    return s["input"]
+
+
+def sum_to_shape_of(b: Builder, d: str, input: str) -> str:
+    """Sum `d` over the axes where `input` (left-padded with 1s) has extent 1 and `d` does not."""
+    shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
+    one = b.int_const([1])
+    padding = b.op("Sub", b.op("Size", shape_d), b.op("Size", shape_x))
+    ones = b.op("ConstantOfShape", b.op("Reshape", padding, one),
+                value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
+    padded_x = b.op("Concat", ones, shape_x, axis=0)
+    mask = b.op("And", b.op("Equal", padded_x, one), b.op("Not", b.op("Equal", shape_d, one)))
+    axes = b.op("Reshape", b.op("NonZero", mask), b.int_const([-1]))
+    summed = b.op("ReduceSum", d, axes, keepdims=1, noop_with_empty_axes=1)
+    return b.op("Reshape", summed, shape_x)
+
+
+def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
+    g, t = b.to_compute(grad_output), b.to_compute(target)
+    factor = b.choose("log_target", {0: lambda s: t, 1: lambda s: s.op("Exp", t)})
+    d = b.op("Neg", b.op("Mul", factor, g))
+    d_full = b.op("Expand", d, b.op("Shape", input))  # to B: input may be the larger one
+    grad = sum_to_shape_of(b, d_full, input)
+    return b.choose("reduction", {
+        "none": lambda s: grad,
+        "sum": lambda s: grad,
+        "mean": lambda s: s.op("Div", grad, s.numel(d_full)),
+        # input.shape[0], or 1 for a scalar input: the first entry of Shape(input) ++ [1]
+        "batchmean": lambda s: s.op("Div", grad, s.op("Cast", s.op("Gather", s.op(
+            "Concat", s.op("Shape", input), s.int_const([1]), axis=0), s.int_scalar(0)), to=s.compute)),
+    })
+
+
+DEFINITION = OpDef(
+    name="KlDivBackward",
+    summary="Gradient of KL divergence with respect to the log-probabilities.",
+    doc=DOC,
+    inputs=(
+        Input("grad_output", "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`."),
+        Input("input", "Log-probabilities, any rank."),
+        Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`."),
+    ),
+    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    attributes=(
+        reduction("batchmean"),
+        Attribute("log_target", "1 when `target` holds log-probabilities, 0 (default) when probabilities.",
+                  0, (0, 1)),
+    ),
+    infer=infer,
+    decompose=decompose,
+)

@@ -1,0 +1,126 @@
+"""Models that carry the lossops functions, so that any ONNX consumer (a plain onnxruntime) runs them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import onnx
+from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper
+
+from .registry import OPS, functions, get, opset_imports, register
+from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
+
+
+def graphs(graph: GraphProto) -> Iterator[GraphProto]:
+    """`graph` and every subgraph nested in its nodes' attributes."""
+    yield graph
+    for node in graph.node:
+        for a in node.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from graphs(g)
+
+
+def lossops_nodes(model: ModelProto) -> Iterator[tuple[GraphProto, NodeProto]]:
+    for g in graphs(model.graph):
+        for node in g.node:
+            if node.domain == DOMAIN:
+                yield g, node
+
+
+def stamp(model: ModelProto) -> None:
+    """Make the model loadable by onnxruntime: IR version and the opset imports lossops needs."""
+    model.ir_version = min(model.ir_version or IR_VERSION, IR_VERSION)
+    have = {o.domain: o for o in model.opset_import}
+    if "" not in have and "ai.onnx" not in have:
+        model.opset_import.append(helper.make_opsetid("", ONNX_OPSET))
+    if DOMAIN not in have:
+        model.opset_import.append(helper.make_opsetid(DOMAIN, VERSION))
+
+
+def fill_optional_inputs(model: ModelProto) -> None:
+    """Give every lossops node all its inputs: an absent optional input becomes a constant 1 of the node's
+    type, which is what the operators mean by an absent weight. The function bodies need this."""
+    for g in graphs(model.graph):
+        i = 0
+        while i < len(g.node):
+            node = g.node[i]
+            if node.domain == DOMAIN and node.op_type in OPS:
+                formal = get(node.op_type).inputs
+                missing = [k for k in range(len(formal)) if k >= len(node.input) or not node.input[k]]
+                if missing:
+                    one = f"{node.output[0]}__lossops_one"
+                    const = helper.make_node("Constant", [], [one + "_f"],
+                                             value=helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]))
+                    like = helper.make_node("CastLike", [one + "_f", node.input[0]], [one])
+                    while len(node.input) < len(formal):
+                        node.input.append("")
+                    for k in missing:
+                        node.input[k] = one
+                    g.node.insert(i, like)
+                    g.node.insert(i, const)
+                    i += 2
+            i += 1
+
+
+def with_functions(model: ModelProto) -> ModelProto:
+    """A copy of `model` that carries the lossops FunctionProtos (replacing any it had) and runs on a plain
+    onnxruntime: optional inputs filled, IR version stamped."""
+    out = ModelProto()
+    out.CopyFrom(model)
+    fill_optional_inputs(out)
+    kept = [f for f in out.functions if f.domain != DOMAIN]
+    del out.functions[:]
+    out.functions.extend(kept + functions())
+    stamp(out)
+    return out
+
+
+def make_model(graph: GraphProto, **kwargs) -> ModelProto:
+    """`onnx.helper.make_model` for graphs with lossops nodes: opsets, IR version and functions included."""
+    register()
+    kwargs.setdefault("opset_imports", opset_imports())
+    kwargs.setdefault("ir_version", IR_VERSION)
+    return with_functions(helper.make_model(graph, **kwargs))
+
+
+def check(model: ModelProto) -> None:
+    """onnx.checker (full) and strict shape inference with the lossops schemas; raises on the first problem."""
+    register()
+    onnx.checker.check_model(model, full_check=True)
+
+
+def validate(model: ModelProto) -> None:
+    """Strict type and shape inference with the lossops schemas: what must hold before a model runs.
+    (Lighter than `check`: onnxruntime loads models that onnx.checker rejects for unrelated reasons.)"""
+    register()
+    onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+
+
+def node_problems(model: ModelProto) -> list[tuple[str, str]]:
+    """(node, problem) for every node of the main graph that strict type and shape inference rejects, in
+    graph order (each node is inferred alone, from the types inferred before it), then onnx.checker's
+    verdict on the whole model if nothing else was found. An empty list means the model is valid."""
+    register()
+    problems = []
+    types = {v.name: v.type for v in model.graph.input}
+    for t in model.graph.initializer:
+        types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
+    for k, node in enumerate(model.graph.node):
+        label = f"#{k} {node.name or '(unnamed)'} {node.domain + '::' if node.domain else ''}{node.op_type}"
+        known = dict.fromkeys(n for n in node.input if n in types)
+        single = helper.make_model(
+            helper.make_graph([node], "node", [helper.make_value_info(n, types[n]) for n in known],
+                              [ValueInfoProto(name=o) for o in node.output if o]),
+            opset_imports=model.opset_import, ir_version=IR_VERSION, functions=model.functions)
+        try:
+            inferred = onnx.shape_inference.infer_shapes(single, check_type=True, strict_mode=True)
+        except Exception as e:
+            problems.append((label, str(e).strip()))
+            continue
+        types.update({v.name: v.type for v in inferred.graph.output if v.type.WhichOneof("value")})
+    if not problems:
+        try:
+            onnx.checker.check_model(model, full_check=True)
+        except Exception as e:
+            problems.append(("model", str(e).strip()))
+    return problems

@@ -1,0 +1,7 @@
+"""How the lossops operators run in ONNX Runtime: numpy kernels hosted through onnxruntime-extensions, or
+the standard-op decomposition on any onnxruntime."""
+
+from .host import add_kernels, kernels_available
+from .session import InferenceSession, prepare
+
+__all__ = ["InferenceSession", "add_kernels", "kernels_available", "prepare"]

@@ -1,0 +1,112 @@
+"""Prepare a model for ONNX Runtime and run it: kernels where lossops is installed, decomposition elsewhere."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from typing import Literal
+
+import numpy as np
+import onnx
+import onnxruntime
+from onnx import ModelProto, helper
+
+from .. import opset
+from ..opset.model import lossops_nodes, stamp, with_functions
+from . import host
+
+Mode = Literal["kernels", "decomposition"]
+
+
+def load(model: str | os.PathLike | bytes | ModelProto) -> ModelProto:
+    if isinstance(model, ModelProto):
+        return model
+    if isinstance(model, bytes):
+        return onnx.load_from_string(model)
+    return onnx.load(os.fspath(model))
+
+
+def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxruntime.SessionOptions | None = None,
+            mode: Mode = "kernels") -> bytes:
+    """Check `model` against the lossops schemas and return the bytes onnxruntime should load.
+
+    mode "kernels": lossops nodes run on the lossops kernels, which this call registers on `sess_options`
+    (so `onnxruntime.InferenceSession(prepare(m, so), so)` is the one-call way with your own options).
+    mode "decomposition": lossops nodes run as their standard-op functions; nothing is registered.
+    """
+    model = load(model)
+    opset.validate(model)
+    if mode == "decomposition" or not host.kernels_available():
+        return with_functions(model).SerializeToString()
+    if mode != "kernels":
+        raise ValueError(f"mode is {mode!r}; expected 'kernels' or 'decomposition'")
+    if sess_options is None:
+        raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
+    prepared = with_functions(model)  # nodes the kernels cannot take keep their functions
+    for _, node in lossops_nodes(prepared):
+        node.domain = host.KERNEL_DOMAIN
+        node.op_type = host.kernel_op_type(node.op_type)
+    if not any(o.domain == host.KERNEL_DOMAIN for o in prepared.opset_import):
+        prepared.opset_import.append(helper.make_opsetid(host.KERNEL_DOMAIN, 1))
+    stamp(prepared)
+    host.add_kernels(sess_options)
+    return prepared.SerializeToString()
+
+
+def _bfloat16() -> np.dtype | None:
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+def run_with_bfloat16(session: onnxruntime.InferenceSession, output_names, feeds: dict, run_options=None) -> list:
+    """`session.run` that also takes and returns ml_dtypes.bfloat16 arrays (onnxruntime's `run` refuses them)."""
+    bf16 = _bfloat16()
+    values = {}
+    for name, a in feeds.items():
+        a = np.require(a, requirements='C')  # keeps rank 0 (ascontiguousarray would make it rank 1)
+        values[name] = (onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(a.view(np.uint16),
+                                                                              onnx.TensorProto.BFLOAT16)
+                        if a.dtype == bf16 else onnxruntime.OrtValue.ortvalue_from_numpy(a))
+    names = output_names or [o.name for o in session.get_outputs()]
+    results = []
+    for value in session.run_with_ort_values(names, values, run_options):
+        if value.data_type() == "tensor(bfloat16)":
+            shape = tuple(value.shape())
+            count = int(np.prod(shape, dtype=np.int64))
+            raw = (ctypes.c_uint16 * count).from_address(value.data_ptr()) if count else []
+            results.append(np.array(raw, dtype=np.uint16).view(bf16).reshape(shape))
+        else:
+            results.append(value.numpy())
+    return results
+
+
+def _has_bfloat16(session: onnxruntime.InferenceSession, feeds: dict) -> bool:
+    bf16 = _bfloat16()
+    return any(getattr(a, "dtype", None) == bf16 for a in feeds.values()) or any(
+        o.type == "tensor(bfloat16)" for o in session.get_outputs())
+
+
+class InferenceSession(onnxruntime.InferenceSession):
+    """`onnxruntime.InferenceSession` for models with lossops nodes: same constructor and `run`.
+
+    The model is checked with the lossops schemas, its IR version stamped, and its lossops nodes run on
+    the lossops kernels (`mode="kernels"`, the default when onnxruntime-extensions is installed) or on
+    their standard-op decomposition (`mode="decomposition"`).
+    """
+
+    def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, *,
+                 mode: Mode = "kernels", **kwargs):
+        sess_options = sess_options or onnxruntime.SessionOptions()
+        self.lossops_mode: Mode = mode if host.kernels_available() else "decomposition"
+        model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
+        super().__init__(model_bytes, sess_options, providers or ["CPUExecutionProvider"], provider_options,
+                         **kwargs)
+
+    def run(self, output_names, input_feed, run_options=None):
+        """`onnxruntime.InferenceSession.run`; bfloat16 inputs and outputs are ml_dtypes.bfloat16 arrays."""
+        if _has_bfloat16(self, input_feed):
+            return run_with_bfloat16(self, output_names, input_feed, run_options)
+        return super().run(output_names, input_feed, run_options)

@@ -1,0 +1,71 @@
+"""Tolerances per dtype, and the one comparison every numerical test uses.
+
+A backend computes float16/bfloat16 in float32 and float32 in float32, then rounds once to T, so its error
+against the float64 oracle is at most half an ulp of T from the final rounding plus a few float32 ulps of
+compute error (exp/log1p and division are within 1-2 ulps in numpy and in ONNX Runtime). Hence:
+
+- float64: 16 ulps = 2**-48 ≈ 3.6e-15 relative (exp/log1p/div are within 1-2 ulps; the rest is room for the
+  decomposition's log1p identity and for float64 reductions);
+- float32: 8 ulps = 2**-20 ≈ 9.5e-7 relative;
+- float16: 1 ulp = 2**-10 relative (half an ulp of rounding plus the float32 error, far below an ulp);
+- bfloat16: 1 ulp = 2**-7 relative.
+
+Outputs that sum many terms of either sign (reductions, KL's sum over broadcast axes) may cancel; for
+those, the bound is relative to the largest magnitude in the output as well. An absolute floor of the
+dtype's smallest subnormal covers results that round into the subnormal range. Infinities and NaNs must
+match exactly (after rounding the oracle to T, so an overflow to inf in float16 is expected, not excused).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "bfloat16": BF16,
+          "float64": np.dtype(np.float64)}
+RTOL = {"float64": 2.0**-48, "float32": 2.0**-20, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def smallest_subnormal(dtype: np.dtype) -> float:
+    return float(ml_dtypes.finfo(dtype).smallest_subnormal)
+
+
+def ulp(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Size of one unit in the last place of `value` (float64) in `dtype`."""
+    v = np.abs(value.astype(np.float64))
+    exponent = np.floor(np.log2(np.maximum(v, float(ml_dtypes.finfo(dtype).smallest_normal))))
+    return np.exp2(exponent - ml_dtypes.finfo(dtype).nmant)
+
+
+def compare(got: np.ndarray, ref: np.ndarray, dtype_name: str, summed: bool = False,
+            oracle_error: np.ndarray | float = 0.0) -> tuple[bool, float, str]:
+    """(ok, error in ulps of T, message). `oracle_error` widens the bound by the oracle's own error."""
+    dtype = DTYPES[dtype_name]
+    got = np.asarray(got)
+    if got.dtype != dtype:
+        return False, np.inf, f"dtype {got.dtype}, expected {dtype}"
+    if got.shape != ref.shape:
+        return False, np.inf, f"shape {got.shape}, expected {ref.shape}"
+    g = got.astype(np.float64)
+    with np.errstate(over="ignore"):  # the oracle rounded to T: where inf/NaN are expected
+        rounded = ref.astype(dtype).astype(np.float64)
+    special = ~np.isfinite(rounded)
+    if not np.array_equal(g[special], rounded[special], equal_nan=True) or not np.all(np.isfinite(g[~special])):
+        return False, np.inf, f"non-finite mismatch: got {g[special | ~np.isfinite(g)]}, expected {rounded[special]}"
+    oracle_error = np.broadcast_to(oracle_error, ref.shape)[~special]
+    g, r = g[~special], ref[~special].astype(np.float64)
+    if g.size == 0:
+        return True, 0.0, ""
+    rtol = RTOL[dtype_name]
+    scale = np.abs(r)
+    if summed:
+        scale = np.maximum(scale, np.abs(r).max())
+    bound = rtol * scale + smallest_subnormal(dtype) + oracle_error
+    err = np.abs(g - r)
+    ulps = float((np.maximum(err - oracle_error, 0) / ulp(r, dtype)).max())
+    worst = int(np.argmax(err - bound))
+    ok = bool(np.all(err <= bound))
+    if ok:
+        return True, ulps, ""
+    return False, ulps, f"|{g[worst]} - {r[worst]}| = {err[worst]:.3g} > {bound[worst]:.3g} ({ulps:.2f} ulps)"
