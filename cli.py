@@ -30,6 +30,12 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
+def _bench(args: argparse.Namespace) -> int:
+    from .bench import main as bench_main
+
+    return bench_main(args.large, args.repeat, args.json, args.plot, args.quick)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
                                      "run in ONNX Runtime.")
@@ -49,6 +55,18 @@ def build_parser() -> argparse.ArgumentParser:
                              "and print what is wrong, node by node. Exit status 1 if anything is.")
     check.add_argument("model", help="path of an .onnx model")
     check.set_defaults(fn=_check)
+
+    bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline",
+                             description="Time each operator (1e3 to 1e7 elements, float32 and float16, reductions "
+                             "none and mean) on the lossops kernels, on the decomposition in plain onnxruntime (same "
+                             "thread count) and in PyTorch eager when installed, interleaved, medians; and the memory "
+                             "roofline from a STREAM-like copy measured in the same run.")
+    bench.add_argument("--large", action="store_true", help="also 1e8 elements")
+    bench.add_argument("--quick", action="store_true", help="only 1e3 and 1e5 elements (a smoke run)")
+    bench.add_argument("--repeat", type=int, default=9, help="timed runs per measurement (default 9, at least 7)")
+    bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
+    bench.set_defaults(fn=_bench)
     return parser
 
 

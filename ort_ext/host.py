@@ -16,6 +16,7 @@ library's registration loop forever). One OrtCustomOp per operator and element t
 from __future__ import annotations
 
 import ctypes as C
+import math
 import threading
 from dataclasses import dataclass
 
@@ -123,32 +124,41 @@ def _create_kernel(op_ptr, api_address, info, kernel_out):
     return None
 
 
-def _tensor(api: ort_api.OrtApi, value: int, writable: bool) -> tuple[np.ndarray, int]:
+def _tensor(api: ort_api.OrtApi, value: int, dtype: np.dtype) -> np.ndarray:
+    """A read-only view of an input (its element type is the one the OrtCustomOp was registered for)."""
     info = C.c_void_p()
     if status := api.GetTensorTypeAndShape(value, C.byref(info)):
         raise _OrtError(status)
     try:
-        elem, ndim = C.c_int(), C.c_size_t()
-        api.GetTensorElementType(info, C.byref(elem))
+        ndim = C.c_size_t()
         api.GetDimensionsCount(info, C.byref(ndim))
         dims = (C.c_int64 * ndim.value)()
         api.GetDimensions(info, dims, ndim.value)
     finally:
         api.ReleaseTensorTypeAndShapeInfo(info)
-    return _view(api, value, ELEMENT_TYPES[elem.value], tuple(dims), writable), elem.value
+    return _view(api, value, dtype, tuple(dims), False)
+
+
+class _Buffer:
+    """Exposes an ORT buffer to numpy through the array interface (cheaper than building ctypes arrays)."""
+
+    __slots__ = ("__array_interface__",)
+
+    def __init__(self, address: int, shape: tuple[int, ...], typestr: str, readonly: bool):
+        self.__array_interface__ = {"data": (address, readonly), "shape": shape, "typestr": typestr, "version": 3}
 
 
 def _view(api: ort_api.OrtApi, value: int, dtype: np.dtype, shape: tuple[int, ...], writable: bool) -> np.ndarray:
     """A numpy array over an OrtValue's buffer (no copy)."""
-    count = int(np.prod(shape, dtype=np.int64))
-    if count == 0:
+    if math.prod(shape) == 0:
         return np.empty(shape, dtype)
     data = C.c_void_p()
     if status := api.GetTensorMutableData(value, C.byref(data)):
         raise _OrtError(status)
-    array = np.frombuffer((C.c_char * (count * dtype.itemsize)).from_address(data.value), dtype).reshape(shape)
-    array.flags.writeable = writable
-    return array
+    # bfloat16 has no array-interface type string: map its bits as uint16 and view them
+    raw = np.asarray(_Buffer(data.value, shape, f"<u{dtype.itemsize}" if dtype.kind == "V" else dtype.str,
+                             not writable))
+    return raw.view(dtype) if dtype.kind == "V" else raw
 
 
 class _OrtError(Exception):
@@ -164,6 +174,7 @@ def _compute(kernel, context):
     codes = (C.c_int64 * (1 + len(op.attributes))).from_address(kernel)[1:]
     attrs = {a.name: a.allowed[c] for a, c in zip(op.attributes, codes, strict=True)}
     try:
+        dtype = ELEMENT_TYPES[entry.elem_type]
         count = C.c_size_t()
         api.KernelContext_GetInputCount(context, C.byref(count))
         inputs: list[np.ndarray | None] = []
@@ -171,8 +182,7 @@ def _compute(kernel, context):
             value = C.c_void_p()
             if i < count.value:
                 api.KernelContext_GetInput(context, i, C.byref(value))
-            inputs.append(_tensor(api, value.value, False)[0] if value.value else None)
-        dtype = ELEMENT_TYPES[entry.elem_type]
+            inputs.append(_tensor(api, value.value, dtype) if value.value else None)
 
         def alloc(shape: tuple[int, ...]) -> np.ndarray:
             dims = (C.c_int64 * len(shape))(*shape)

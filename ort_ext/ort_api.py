@@ -21,7 +21,6 @@ ORT_FAIL = 1
 _SLOTS = {
     0: ("CreateStatus", VP, (C.c_int, C.c_char_p)),
     51: ("GetTensorMutableData", VP, (VP, C.POINTER(VP))),
-    60: ("GetTensorElementType", VP, (VP, C.POINTER(C.c_int))),
     61: ("GetDimensionsCount", VP, (VP, C.POINTER(SIZE))),
     62: ("GetDimensions", VP, (VP, I64P, SIZE)),
     65: ("GetTensorTypeAndShape", VP, (VP, C.POINTER(VP))),

@@ -83,12 +83,6 @@ def run_with_bfloat16(session: onnxruntime.InferenceSession, output_names, feeds
     return results
 
 
-def _has_bfloat16(session: onnxruntime.InferenceSession, feeds: dict) -> bool:
-    bf16 = _bfloat16()
-    return any(getattr(a, "dtype", None) == bf16 for a in feeds.values()) or any(
-        o.type == "tensor(bfloat16)" for o in session.get_outputs())
-
-
 class InferenceSession(onnxruntime.InferenceSession):
     """`onnxruntime.InferenceSession` for models with lossops nodes: same constructor and `run`.
 
@@ -104,9 +98,11 @@ class InferenceSession(onnxruntime.InferenceSession):
         model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
         super().__init__(model_bytes, sess_options, providers or ["CPUExecutionProvider"], provider_options,
                          **kwargs)
+        self._bfloat16 = _bfloat16()
+        self._bfloat16_outputs = any(o.type == "tensor(bfloat16)" for o in self.get_outputs())
 
     def run(self, output_names, input_feed, run_options=None):
         """`onnxruntime.InferenceSession.run`; bfloat16 inputs and outputs are ml_dtypes.bfloat16 arrays."""
-        if _has_bfloat16(self, input_feed):
+        if self._bfloat16_outputs or any(getattr(a, "dtype", None) == self._bfloat16 for a in input_feed.values()):
             return run_with_bfloat16(self, output_names, input_feed, run_options)
         return super().run(output_names, input_feed, run_options)

@@ -19,7 +19,7 @@ class Case:
     op: str
     inputs: list[np.ndarray | None]
     attrs: dict = field(default_factory=dict)
-    summed: bool = False  # the output sums many terms: tolerance relative to the largest output too
+    summed: int = 0  # terms summed into each output element (reductions, KL's sum over broadcast axes)
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -35,7 +35,7 @@ def bce_with_logits_cases() -> list[Case]:
     x, y = r.normal(scale=3, size=(4, 5)), r.uniform(size=(4, 5))
     cases = []
     for red in ("none", "mean", "sum"):
-        s = red != "none"
+        s = x.size if red != "none" else 0
         cases += [
             Case(f"bcewl-plain-{red}", BCEWL, [x, y, None, None], {"reduction": red}, s),
             Case(f"bcewl-weight-full-{red}", BCEWL, [x, y, r.uniform(size=(4, 5)), None], {"reduction": red}, s),
@@ -54,8 +54,9 @@ def bce_with_logits_cases() -> list[Case]:
     for target in (0.0, 1.0, 0.5):
         cases.append(Case(f"bcewl-extreme-target{target}", BCEWL,
                           [extreme, np.full(extreme.shape, target), None, None], {"reduction": "none"}))
-    cases.append(Case("bcewl-extreme-mean", BCEWL, [extreme, np.full(extreme.shape, 0.25), None, None], {}, True))
-    cases.append(Case("bcewl-default-reduction", BCEWL, [x, y, None, None], {}, True))
+    cases.append(Case("bcewl-extreme-mean", BCEWL, [extreme, np.full(extreme.shape, 0.25), None, None], {},
+                      extreme.size))
+    cases.append(Case("bcewl-default-reduction", BCEWL, [x, y, None, None], {}, x.size))
     return cases
 
 
@@ -99,7 +100,7 @@ def kl_div_backward_cases() -> list[Case]:
             cases += [
                 Case(f"klb-plain-{red}-lt{lt}", KLB, [g, x, tt], a),
                 Case(f"klb-target-batch1-{red}-lt{lt}", KLB, [g, x, tt[:1]], a),
-                Case(f"klb-input-batch1-{red}-lt{lt}", KLB, [g, x[:1], tt], a, True),
+                Case(f"klb-input-batch1-{red}-lt{lt}", KLB, [g, x[:1], tt], a, 4),
                 Case(f"klb-rank0-{red}-lt{lt}", KLB, [np.array(0.75), np.array(-1.2), np.array(0.3)], a),
                 Case(f"klb-empty-{red}-lt{lt}", KLB, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
                 Case(f"klb-rank3-{red}-lt{lt}", KLB, [_grad(red, (2, 3, 5), r), r.normal(size=(2, 3, 5)),
@@ -115,5 +116,27 @@ def kl_div_backward_cases() -> list[Case]:
     return cases
 
 
+def large_cases() -> list[Case]:
+    """Big enough for the kernels' blocked, multi-threaded path (blocks split on axis 0 and on axis 1)."""
+    r = _rng(4)
+    cases = []
+    for shape in ((300, 1000), (3, 70001)):
+        n, c = shape
+        x, y = r.normal(scale=4, size=shape), r.uniform(size=shape)
+        p = r.uniform(0.1, 1, size=shape)
+        t = r.uniform(size=shape)
+        for red in ("none", "mean"):
+            cases += [
+                Case(f"bcewl-large-{n}x{c}-{red}", BCEWL, [x, y, r.uniform(size=(n, 1)), r.uniform(0.5, 3, size=c)],
+                     {"reduction": red}, x.size if red != "none" else 0),
+                Case(f"bceb-large-{n}x{c}-{red}", BCEB, [_grad(red, shape, r), p, y, r.uniform(size=c)],
+                     {"reduction": red}),
+                Case(f"klb-large-{n}x{c}-{red}", KLB, [_grad(red, shape, r), x, t], {"reduction": red}),
+                Case(f"klb-large-{n}x{c}-{red}-lt1", KLB, [_grad(red, shape, r), x, np.log(t)],
+                     {"reduction": red, "log_target": 1}),
+            ]
+    return cases
+
+
 def all_cases() -> list[Case]:
-    return bce_with_logits_cases() + bce_backward_cases() + kl_div_backward_cases()
+    return bce_with_logits_cases() + bce_backward_cases() + kl_div_backward_cases() + large_cases()

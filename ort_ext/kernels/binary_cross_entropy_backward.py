@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .common import Alloc, as_compute, check_fits, compute_dtype, same_dtype, store
+from .common import Alloc, check_fits, compute_dtype, finish, load, operand, result_buffer, same_dtype
+from .parallel import Index, for_each_block
 
 EPSILON = np.float32(1e-12)  # PyTorch's clamp, a C float (9.99999996e-13 when computing in double)
 
@@ -16,19 +19,24 @@ def binary_cross_entropy_backward(
     dtype = same_dtype(grad_output=grad_output, input=input, target=target, weight=weight)
     for name, a in (("grad_output", grad_output), ("target", target), ("weight", weight)):
         check_fits(name, a, input.shape)
-    ct = compute_dtype(dtype)
-    g, x, y, w = (as_compute(a, ct) for a in (grad_output, input, target, weight))
+    shape, ct = input.shape, compute_dtype(dtype)
+    g, x, y, w = (operand(a, shape, ct) for a in (grad_output, input, target, weight))
+    scale = ct.type(1 / math.prod(shape)) if reduction == "mean" and math.prod(shape) else None
+    out = (alloc or (lambda s: np.empty(s, dtype)))(shape)
 
-    shape = input.shape
-    denominator = np.subtract(1, x, out=np.empty(shape, ct))
-    denominator *= x
-    np.maximum(denominator, ct.type(EPSILON), out=denominator)
-    grad = np.subtract(x, y, out=np.empty(shape, ct))
-    grad *= g
-    grad /= denominator
-    if w is not None:
-        grad *= w
-    if reduction == "mean" and grad.size:
-        grad /= ct.type(grad.size)
-    alloc = alloc or (lambda s: np.empty(s, dtype))
-    return store(grad, alloc(input.shape))
+    def block(ix: Index) -> None:
+        xb, yb = load(x[ix], ct), load(y[ix], ct)
+        denominator = np.subtract(1, xb, out=np.empty(xb.shape, ct))
+        denominator *= xb
+        np.maximum(denominator, ct.type(EPSILON), out=denominator)
+        grad = np.subtract(xb, yb, out=result_buffer(out[ix], ct, xb.shape))
+        grad *= load(g[ix], ct)
+        grad /= denominator
+        if w is not None:
+            grad *= w[ix]
+        if scale is not None:
+            grad *= scale
+        finish(grad, out[ix])
+
+    for_each_block(shape, block)
+    return out

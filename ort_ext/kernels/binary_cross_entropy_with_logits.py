@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-from .common import Alloc, InvalidInput, as_compute, check_fits, compute_dtype, reduce, same_dtype, store
+from .common import Alloc, InvalidInput, check_fits, compute_dtype, finish, load, operand, result_buffer, same_dtype
+from .parallel import Index, for_each_block
 
 
 def binary_cross_entropy_with_logits(
@@ -16,30 +19,40 @@ def binary_cross_entropy_with_logits(
         raise InvalidInput(f"input 'target' has shape {target.shape}; expected exactly input's shape {input.shape}")
     check_fits("weight", weight, input.shape)
     check_fits("pos_weight", pos_weight, input.shape)
-    ct = compute_dtype(dtype)
-    x, y, w, p = (as_compute(a, ct) for a in (input, target, weight, pos_weight))
-
-    # softplus(+-x) = max(+-x, 0) + log1p(exp(-|x|)): never overflows, and both loss terms are >= 0.
-    # Buffers are allocated explicitly so that ufuncs write in place, rank 0 included.
-    shape = input.shape
-    e = np.abs(x, out=np.empty(shape, ct))
-    np.negative(e, out=e)
-    np.exp(e, out=e)
-    np.log1p(e, out=e)
-    positive = np.negative(x, out=np.empty(shape, ct))
-    np.maximum(positive, 0, out=positive)
-    positive += e  # softplus(-x)
-    positive *= y
-    if p is not None:
-        positive *= p
-    loss = np.maximum(x, 0, out=np.empty(shape, ct))
-    loss += e  # softplus(x)
-    loss *= np.subtract(1, y, out=e)
-    loss += positive
-    if w is not None:
-        loss *= w
-
+    shape, ct = input.shape, compute_dtype(dtype)
+    x, y, w, p = (operand(a, shape, ct) for a in (input, target, weight, pos_weight))
     alloc = alloc or (lambda s: np.empty(s, dtype))
-    if reduction == "none":
-        return store(loss, alloc(input.shape))
-    return store(reduce(loss, reduction), alloc(()))
+    out = alloc(shape) if reduction == "none" else None
+
+    def block(ix: Index) -> float | None:
+        xb, yb = load(x[ix], ct), load(y[ix], ct)
+        # softplus(+-x) = max(+-x, 0) + log1p(exp(-|x|)): never overflows, and both loss terms are >= 0.
+        e = np.abs(xb, out=np.empty(xb.shape, ct))
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        np.log1p(e, out=e)
+        positive = np.negative(xb, out=np.empty(xb.shape, ct))
+        np.maximum(positive, 0, out=positive)
+        positive += e  # softplus(-x)
+        positive *= yb
+        if p is not None:
+            positive *= p[ix]
+        loss = np.maximum(xb, 0, out=result_buffer(None if out is None else out[ix], ct, xb.shape))
+        loss += e  # softplus(x)
+        loss *= np.subtract(1, yb, out=e)
+        loss += positive
+        if w is not None:
+            loss *= w[ix]
+        if out is None:
+            return float(np.add.reduce(loss, axis=None))
+        finish(loss, out[ix])
+        return None
+
+    partial = for_each_block(shape, block)
+    if out is not None:
+        return out
+    total = math.fsum(partial)  # float32 pairwise sums per block, added exactly across blocks
+    value = total if reduction == "sum" else (total / math.prod(shape) if math.prod(shape) else math.nan)
+    result = alloc(())
+    result[...] = value
+    return result

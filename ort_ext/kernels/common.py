@@ -1,10 +1,12 @@
-"""What the three kernels share: input checks, compute precision and writing the result."""
+"""What the three kernels share: input checks, compute precision and block helpers."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
+
+from .half import to_float16
 
 Alloc = Callable[[tuple[int, ...]], np.ndarray]
 
@@ -37,20 +39,33 @@ def check_fits(name: str, a: np.ndarray | None, shape: tuple[int, ...]) -> None:
         raise InvalidInput(f"input '{name}' has shape {a.shape}; expected a shape broadcastable to {shape}")
 
 
-def as_compute(a: np.ndarray | None, dtype: np.dtype) -> np.ndarray | None:
-    return None if a is None else a.astype(dtype, copy=False)
+def operand(a: np.ndarray | None, shape: tuple[int, ...], ct: np.dtype) -> np.ndarray | None:
+    """An input as a view of `shape`. Inputs smaller than `shape` (weights, scalars) are converted to the
+    compute type once, here; full-size ones stay in T and are converted block by block (`load`)."""
+    if a is None or a.shape == shape:
+        return a
+    return np.broadcast_to(a.astype(ct, copy=False), shape)
 
 
-def store(value: np.ndarray, out: np.ndarray) -> np.ndarray:
-    """Write `value` (compute precision) into `out` (T), rounding once."""
-    np.copyto(out, value, casting="unsafe")
+def load(view: np.ndarray | None, ct: np.dtype) -> np.ndarray | None:
+    """A block of an operand in the compute type (a copy only when T is float16/bfloat16)."""
+    if view is None or view.dtype == ct:
+        return view
+    out = np.empty(view.shape, ct)
+    np.copyto(out, view, casting="unsafe")
     return out
 
 
-def reduce(loss: np.ndarray, reduction: str) -> np.ndarray:
-    """mean/sum of an elementwise loss; `mean` of an empty tensor is NaN, as in PyTorch."""
-    total = np.add.reduce(loss, axis=None)
-    if reduction == "sum":
-        return total
-    with np.errstate(invalid="ignore"):
-        return total / loss.dtype.type(loss.size)
+def result_buffer(out: np.ndarray | None, ct: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    """Where a block computes: the output itself when it has the compute type, else a scratch buffer."""
+    return out if out is not None and out.dtype == ct else np.empty(shape, ct)
+
+
+def finish(result: np.ndarray, out: np.ndarray | None) -> None:
+    """Round a block's result into the output (once), unless it was computed there."""
+    if out is None or result is out:
+        return
+    if out.dtype == np.float16 and result.dtype == np.float32:
+        to_float16(result, out)
+    else:
+        np.copyto(out, result, casting="unsafe")

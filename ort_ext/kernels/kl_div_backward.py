@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from .common import Alloc, InvalidInput, as_compute, check_fits, compute_dtype, same_dtype, store
+from .common import Alloc, InvalidInput, check_fits, compute_dtype, finish, load, operand, result_buffer, same_dtype
+from .parallel import Index, for_each_block
 
 
 def kl_div_backward(
@@ -20,25 +21,46 @@ def kl_div_backward(
         raise InvalidInput(f"inputs 'input' {input.shape} and 'target' {target.shape} do not broadcast") from None
     check_fits("grad_output", grad_output, full)
     ct = compute_dtype(dtype)
-    g, t = as_compute(grad_output, ct), as_compute(target, ct)
+    scale = None
+    if reduction == "mean" and math.prod(full):
+        scale = ct.type(1 / math.prod(full))
+    elif reduction == "batchmean" and input.ndim and input.shape[0]:
+        scale = ct.type(1 / input.shape[0])
+    out = (alloc or (lambda s: np.empty(s, dtype)))(input.shape)
+    if full != input.shape:  # target broadcasts input up: sum back over the broadcast axes
+        return _summed_back(grad_output, target, input.shape, full, ct, log_target, scale, out)
 
+    g, t = operand(grad_output, full, ct), operand(target, full, ct)
+
+    def block(ix: Index) -> None:
+        tb = load(t[ix], ct)
+        d = result_buffer(out[ix], ct, tb.shape)
+        if log_target:
+            np.exp(tb, out=d)
+            d *= load(g[ix], ct)
+        else:
+            np.multiply(tb, load(g[ix], ct), out=d)
+        np.negative(d, out=d)
+        if scale is not None:
+            d *= scale
+        finish(d, out[ix])
+
+    for_each_block(full, block)
+    return out
+
+
+def _summed_back(grad_output, target, shape, full, ct, log_target, scale, out) -> np.ndarray:
+    g, t = grad_output.astype(ct, copy=False), target.astype(ct, copy=False)
     d = np.multiply(np.exp(t) if log_target else t, g, out=np.empty(np.broadcast_shapes(t.shape, g.shape), ct))
     np.negative(d, out=d)
-    d = _sum_to(d, input.shape)
-    if reduction == "mean":
-        d /= ct.type(math.prod(full) or 1)  # an empty B has nothing to scale
-    elif reduction == "batchmean" and input.ndim:
-        d /= ct.type(input.shape[0] or 1)
-    alloc = alloc or (lambda s: np.empty(s, dtype))
-    return store(d, alloc(input.shape))  # store broadcasts d where input is larger than target and g
-
-
-def _sum_to(d: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum `d` over the axes that broadcasting added to or stretched in `shape` (extent 1 there)."""
     if d.ndim < len(shape):
         d = d.reshape((1,) * (len(shape) - d.ndim) + d.shape)
     lead = d.ndim - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape) if n == 1 and d.shape[lead + i] != 1)
     if axes:
         d = d.sum(axis=axes, keepdims=True)
-    return d.reshape(d.shape[lead:])
+    d = d.reshape(d.shape[lead:])
+    if scale is not None:
+        d *= scale
+    np.copyto(out, d, casting="unsafe")  # broadcasts d where input is larger than target and g
+    return out

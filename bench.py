@@ -1,0 +1,272 @@
+"""`lossops bench`: the kernels against the decomposition on ONNX Runtime, PyTorch eager and the memory
+roofline, measured side by side in one run."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import threading
+import time
+import tracemalloc
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import onnxruntime
+from onnx import TensorProto, helper
+
+from . import opset
+from .ort_ext import InferenceSession
+from .ort_ext.kernels import KERNELS
+from .ort_ext.kernels.parallel import num_threads
+
+OPS = ("BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward")
+ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+
+
+@dataclass
+class Row:
+    op: str
+    dtype: str
+    reduction: str
+    elements: int
+    kernels_s: float
+    decomposition_s: float
+    torch_s: float | None
+    roofline_s: float
+    bytes: int
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes / self.kernels_s / 1e9
+
+    @property
+    def of_roofline(self) -> float:
+        return self.roofline_s / self.kernels_s
+
+
+def inputs_for(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """Inputs of one benchmark case: full-size tensors, grad_output a scalar for reduced losses."""
+    r = np.random.default_rng(seed)
+    d = np.dtype(dtype)
+    full = lambda a: a.astype(d)  # noqa: E731
+    grad = np.array(1.0, d) if reduction != "none" else full(r.normal(size=n))
+    if op == "BinaryCrossEntropyWithLogits":
+        return {"input": full(r.normal(scale=3, size=n)), "target": full(r.uniform(size=n))}
+    if op == "BinaryCrossEntropyBackward":
+        return {"grad_output": grad, "input": full(r.uniform(0.01, 0.99, size=n)), "target": full(r.uniform(size=n))}
+    return {"grad_output": grad, "input": full(r.normal(size=n)), "target": full(r.uniform(size=n))}
+
+
+def bytes_moved(op: str, feeds: dict[str, np.ndarray], reduction: str) -> int:
+    """Bytes the operator must read and write at least. KlDivBackward reads only input's shape, not its data."""
+    read = sum(a.nbytes for k, a in feeds.items() if not (op == "KlDivBackward" and k == "input"))
+    out = feeds["input"].nbytes if not (op == "BinaryCrossEntropyWithLogits" and reduction != "none") else 0
+    return read + out
+
+
+def model_for(op: str, feeds: dict[str, np.ndarray], dtype: str, reduction: str):
+    node = opset.make_node(op, list(feeds), ["output"], reduction=reduction)
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph([node], "bench", [vi(k, ELEM[dtype], list(a.shape)) for k, a in feeds.items()],
+                              [vi("output", ELEM[dtype], None)])
+    return opset.make_model(graph)
+
+
+def torch_eager(op: str, feeds: dict[str, np.ndarray], reduction: str):
+    """The same computation in PyTorch eager (KL's backward has no aten op: autograd computes -t * g)."""
+    import torch
+
+    t = {k: torch.from_numpy(v) for k, v in feeds.items()}
+    codes = {"none": 0, "mean": 1, "sum": 2}
+    if op == "BinaryCrossEntropyWithLogits":
+        return lambda: torch.nn.functional.binary_cross_entropy_with_logits(t["input"], t["target"],
+                                                                            reduction=reduction)
+    if op == "BinaryCrossEntropyBackward":
+        g = t["grad_output"].expand(t["input"].shape)
+        return lambda: torch.ops.aten.binary_cross_entropy_backward(g, t["input"], t["target"], None,
+                                                                    codes[reduction])
+    n = t["input"].numel()
+    if reduction == "mean":
+        return lambda: torch.neg(t["target"]).mul_(t["grad_output"]).div_(n)
+    return lambda: torch.neg(t["target"]).mul_(t["grad_output"])
+
+
+def stream_bandwidth(threads: int, megabytes: int = 256, repeat: int = 7) -> float:
+    """Bytes per second of a STREAM-like copy (read + write) over `threads` threads, best of the medians
+    of 1 and `threads` threads."""
+    a = np.ones(megabytes * 2**20 // 4, np.float32)
+    b = np.empty_like(a)
+    results = []
+    for k in sorted({1, threads}):
+        parts = np.array_split(np.arange(a.size), k)
+        bounds = [(p[0], p[-1] + 1) for p in parts]
+
+        def copy(lo_hi):
+            lo, hi = lo_hi
+            np.copyto(b[lo:hi], a[lo:hi])
+
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            workers = [threading.Thread(target=copy, args=(bh,)) for bh in bounds]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            times.append(time.perf_counter() - t0)
+        results.append(2 * a.nbytes / float(np.median(times)))
+    return max(results)
+
+
+def timed(fns: dict[str, object], repeat: int) -> dict[str, float]:
+    """Median seconds of each callable, run interleaved (round robin) after one warm-up each."""
+    for fn in fns.values():
+        fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[k].append(time.perf_counter() - t0)
+    return {k: float(np.median(v)) for k, v in times.items()}
+
+
+def run_bench(sizes: list[int], dtypes: list[str], reductions: list[str], repeat: int, threads: int,
+              bandwidth: float) -> list[Row]:
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = threads
+    rows = []
+    for op in OPS:
+        for dtype in dtypes:
+            for reduction in reductions:
+                for n in sizes:
+                    feeds = inputs_for(op, n, dtype, reduction)
+                    model = model_for(op, feeds, dtype, reduction).SerializeToString()
+                    kernels = InferenceSession(model, so, mode="kernels")
+                    plain = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+                    fns = {"kernels": lambda s=kernels, f=feeds: s.run(None, f),
+                           "decomposition": lambda s=plain, f=feeds: s.run(None, f)}
+                    if torch is not None:
+                        fns["torch"] = torch_eager(op, feeds, reduction)
+                    t = timed(fns, repeat)
+                    moved = bytes_moved(op, feeds, reduction)
+                    rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
+                                    moved / bandwidth, moved))
+    return rows
+
+
+def fixed_cost(repeat: int) -> tuple[float, float]:
+    """Median seconds of one run at 1e3 float32 elements: an Identity model, and BCE backward on the kernels."""
+    feeds = inputs_for("BinaryCrossEntropyBackward", 1000, "float32", "none")
+    identity = helper.make_model(helper.make_graph(
+        [helper.make_node("Identity", ["input"], ["output"])], "identity",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1000])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1000])]),
+        opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
+    s_id = onnxruntime.InferenceSession(identity.SerializeToString(), providers=["CPUExecutionProvider"])
+    s_k = InferenceSession(model_for("BinaryCrossEntropyBackward", feeds, "float32", "none").SerializeToString())
+    t = timed({"identity": lambda: s_id.run(None, {"input": feeds["input"]}),
+               "kernel": lambda: s_k.run(None, feeds)}, max(repeat, 200))
+    return t["identity"], t["kernel"]
+
+
+def peak_memory(n: int) -> dict[str, float]:
+    """Peak numpy memory a kernel allocates (tracemalloc), as a multiple of the output's size."""
+    out = {}
+    for op in OPS:
+        feeds = inputs_for(op, n, "float32", "none")
+        kernel = KERNELS[op]
+        args = list(feeds.values()) + ([None] * (len(opset.get(op).inputs) - len(feeds)))
+        attrs = opset.get(op).resolve({"reduction": "none"})
+        output = np.empty(n, np.float32)
+        tracemalloc.start()
+        kernel(*args, **attrs, alloc=lambda shape, o=output: o)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        out[op] = peak / output.nbytes
+    return out
+
+
+def environment(threads: int, bandwidth: float) -> dict:
+    versions = {"numpy": np.__version__, "onnxruntime": onnxruntime.__version__}
+    try:
+        import torch
+
+        versions["torch"] = torch.__version__
+    except ImportError:
+        pass
+    return {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpus": os.cpu_count(),
+            "processor": platform.processor(), "threads": threads, "stream_GBps": bandwidth / 1e9,
+            "versions": versions}
+
+
+def render(rows: list[Row], env: dict, fixed: tuple[float, float], memory: dict[str, float]) -> str:
+    lines = [f"lossops bench {env['date']}: {env['machine']}, {env['cpus']} cpus, {env['threads']} threads, "
+             f"STREAM copy {env['stream_GBps']:.1f} GB/s; " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
+             "medians; speed-up = other's time / kernels' time; roofline = bytes moved / STREAM bandwidth",
+             f"{'operator':29s} {'dtype':8s} {'red':5s} {'elements':>9s} {'kernels':>10s} {'GB/s':>6s} "
+             f"{'roofline':>8s} {'vs decomp':>9s} {'vs torch':>8s}"]
+    for r in rows:
+        torch_ratio = f"{r.torch_s / r.kernels_s:7.2f}x" if r.torch_s else "      -"
+        lines.append(f"{r.op:29s} {r.dtype:8s} {r.reduction:5s} {r.elements:9.0e} {_ms(r.kernels_s):>10s} "
+                     f"{r.gbps:6.1f} {r.of_roofline:8.0%} {r.decomposition_s / r.kernels_s:8.2f}x {torch_ratio}")
+    lines.append(f"fixed cost at 1e3 float32: Identity model {fixed[0] * 1e6:.1f} us, BCE backward on the kernels "
+                 f"{fixed[1] * 1e6:.1f} us (+{(fixed[1] - fixed[0]) * 1e6:.1f} us)")
+    lines.append("peak extra numpy memory during a 1e7 'none' call, in output sizes: "
+                 + ", ".join(f"{k} {v:.2f}" for k, v in memory.items()))
+    return "\n".join(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def plot(rows: list[Row], path: str) -> None:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        raise ValueError("--plot needs matplotlib (pip install 'lossops[plot]')") from e
+    fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4), sharey=True)
+    for ax, op in zip(axes, OPS, strict=True):
+        for dtype in sorted({r.dtype for r in rows}):
+            sel = [r for r in rows if r.op == op and r.dtype == dtype and r.reduction == "none"]
+            ax.loglog([r.elements for r in sel], [r.gbps for r in sel], "o-", label=f"kernels {dtype}")
+            ax.loglog([r.elements for r in sel], [r.bytes / r.decomposition_s / 1e9 for r in sel], "x--",
+                      label=f"decomposition {dtype}")
+        ax.set_title(op)
+        ax.set_xlabel("elements")
+    axes[0].set_ylabel("GB/s (reduction none)")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path)
+
+
+def main(large: bool, repeat: int, as_json: bool, plot_path: str | None, quick: bool) -> int:
+    threads = num_threads()
+    sizes = [10**k for k in range(3, 9 if large else 8)]
+    if quick:
+        sizes = [1000, 100_000]
+    bandwidth = stream_bandwidth(threads)
+    env = environment(threads, bandwidth)
+    rows = run_bench(sizes, ["float32", "float16"], ["none", "mean"], repeat, threads, bandwidth)
+    fixed = fixed_cost(repeat)
+    memory = peak_memory(10**7 if not quick else 10**5)
+    if as_json:
+        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows],
+                          "fixed_cost_s": {"identity": fixed[0], "kernel": fixed[1]},
+                          "peak_memory_in_outputs": memory}, indent=1))
+    else:
+        print(render(rows, env, fixed, memory))
+    if plot_path:
+        plot(rows, plot_path)
+    return 0
