@@ -36,6 +36,14 @@ def _bench(args: argparse.Namespace) -> int:
     return bench_main(args.large, args.repeat, args.json, args.plot, args.quick)
 
 
+def _conformance(args: argparse.Namespace) -> int:
+    from .conformance.runner import ALL_BACKENDS, export_suite, run
+
+    if args.export:
+        return export_suite(Path(args.export))
+    return run(args.backend or ALL_BACKENDS, args.k, failures_only=args.failures_only)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
                                      "run in ONNX Runtime.")
@@ -67,6 +75,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
     bench.set_defaults(fn=_bench)
+
+    conformance = verbs.add_parser(
+        "conformance", help="run the conformance suite on one or more backends, or export it",
+        description="Hold backends to the lossops conformance suite (graph cases with PyTorch float64 goldens, ONNX "
+        "node-test format) and print one table (case, backend, max error, tolerance, result) and a summary. Exit "
+        "status 1 on any failure; a backend that cannot run here is reported unavailable, not failed.")
+    conformance.add_argument("--backend", action="append", choices=["kernels", "decomposition", "reference", "cann"],
+                             help="backend to run (repeatable; default: all)")
+    conformance.add_argument("-k", metavar="PATTERN", help="only cases whose name matches this regular expression")
+    conformance.add_argument("--failures-only", action="store_true", help="print only the failing rows")
+    conformance.add_argument("--export", metavar="DIR", help="write the suite to DIR instead of running it")
+    conformance.set_defaults(fn=_conformance)
     return parser
 
 

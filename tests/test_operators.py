@@ -1,67 +1,52 @@
-"""Every operator x dtype x case, on the kernels and on the decomposition, against PyTorch float64."""
+"""Every conformance case, plus large cases for the kernels' blocked path, on the kernels and on the
+decomposition, against PyTorch float64 computed now (the stored goldens are tested in test_conformance)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from lossops import opset
+from lossops.conformance.backends import BACKENDS
+from lossops.conformance.cases import DTYPES, large_specs, node_specs, spec_case
+from lossops.conformance.tolerance import compare
 from lossops.ort_ext.kernels import KERNELS
 
-from cases import all_cases
-from helpers import run, single_node_model
-from oracle import ORACLES, oracle_error
 from record import MAX_ULPS
-from tolerance import DTYPES, compare
 
-CASES = all_cases()
+SPECS = node_specs() + large_specs()
+CASES = [spec_case(s, d) for s in SPECS for d in DTYPES]
 
 
-def _rounded(inputs, dtype):
-    return [None if a is None else np.asarray(a).astype(dtype) for a in inputs]
+def _check(case, got) -> tuple[bool, float, str]:
+    inputs64 = [a.astype(np.float64) for a in case.inputs]
+    return compare(got, case.reference(inputs64), case.dtype, case.summed, case.oracle_error(inputs64))
 
 
 @pytest.mark.parametrize("backend", ["kernels", "decomposition"])
-@pytest.mark.parametrize("dtype_name", list(DTYPES))
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_against_pytorch(case, dtype_name, backend):
-    inputs = _rounded(case.inputs, DTYPES[dtype_name])
-    ref = ORACLES[case.op](*[None if a is None else a.astype(np.float64) for a in inputs], **_full(case))
-    model, feeds = single_node_model(case.op, inputs, dtype_name, case.attrs)
-    got = run(backend, model, feeds)
-    ok, ulps, msg = compare(got, ref, dtype_name, case.summed, _oracle_error(case, inputs))
-    MAX_ULPS[(backend, dtype_name)] = max(MAX_ULPS[(backend, dtype_name)], ulps if np.isfinite(ulps) else 0)
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_against_pytorch(case, backend):
+    ok, ulps, msg = _check(case, BACKENDS[backend](case.model, case.inputs))
+    MAX_ULPS[(backend, case.dtype)] = max(MAX_ULPS[(backend, case.dtype)], ulps if np.isfinite(ulps) else 0)
     assert ok, msg
 
 
-@pytest.mark.parametrize("dtype_name", list(DTYPES))
-@pytest.mark.parametrize("case", CASES[::4], ids=[c.id for c in CASES[::4]])
-def test_symbolic_dims(case, dtype_name):
+SYMBOLIC = [spec_case(s, d, symbolic=True) for s in SPECS[::4] for d in DTYPES]
+
+
+@pytest.mark.parametrize("case", SYMBOLIC, ids=[c.name for c in SYMBOLIC])
+def test_symbolic_dims(case):
     """Models whose inputs have symbolic dims: shape checks happen at run time."""
-    inputs = _rounded(case.inputs, DTYPES[dtype_name])
-    ref = ORACLES[case.op](*[None if a is None else a.astype(np.float64) for a in inputs], **_full(case))
-    model, feeds = single_node_model(case.op, inputs, dtype_name, case.attrs, symbolic=True)
     for backend in ("kernels", "decomposition"):
-        ok, _, msg = compare(run(backend, model, feeds), ref, dtype_name, case.summed, _oracle_error(case, inputs))
+        ok, _, msg = _check(case, BACKENDS[backend](case.model, case.inputs))
         assert ok, f"{backend}: {msg}"
 
 
-@pytest.mark.parametrize("case", CASES[::3], ids=[c.id for c in CASES[::3]])
-def test_kernel_called_directly(case):
+@pytest.mark.parametrize("spec", SPECS[::3], ids=[s.id for s in SPECS[::3]])
+def test_kernel_called_directly(spec):
     """The numpy kernels are usable without ONNX Runtime, with the schema's defaults filled in."""
-    from lossops import opset
-
-    inputs = _rounded(case.inputs, np.float32)
-    ref = ORACLES[case.op](*[None if a is None else a.astype(np.float64) for a in inputs], **_full(case))
-    got = KERNELS[case.op](*inputs, **opset.get(case.op).resolve(case.attrs))
-    ok, _, msg = compare(got, ref, "float32", case.summed, _oracle_error(case, inputs))
+    case = spec_case(spec, "float32")
+    inputs = [None if a is None else a.astype(np.float32) for a in spec.inputs]
+    got = KERNELS[spec.op](*inputs, **opset.get(spec.op).resolve(spec.attrs))
+    ok, _, msg = _check(case, got)
     assert ok, msg
-
-
-def _oracle_error(case, inputs):
-    return oracle_error(case.op, inputs, _full(case))
-
-
-def _full(case):
-    from lossops import opset
-
-    return opset.get(case.op).resolve(case.attrs)

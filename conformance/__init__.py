@@ -1,0 +1,3 @@
+"""The lossops conformance suite: graph-level cases with golden data in the ONNX node-test format
+(`golden.py`), backends and a runner (`runner.py`, `lossops conformance`), and an adapter for onnx's
+backend-test Runner (`onnx_backend.py`)."""

@@ -1,0 +1,60 @@
+"""The backends the conformance runner can hold to the suite."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import onnxruntime
+from onnx import ModelProto
+
+from .. import opset
+from ..ort_ext import InferenceSession
+from ..ort_ext.session import run_with_bfloat16
+
+Runner = Callable[[ModelProto, list[np.ndarray]], np.ndarray]
+
+
+def _feeds(model: ModelProto, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
+    return {v.name: a for v, a in zip(model.graph.input, inputs, strict=True)}
+
+
+def kernels(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    """The lossops kernels inside onnxruntime (through onnxruntime-extensions)."""
+    return InferenceSession(model.SerializeToString(), mode="kernels").run(None, _feeds(model, inputs))[0]
+
+
+def decomposition(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    """A plain onnxruntime running the model's standard-op functions; lossops only attaches them."""
+    session = onnxruntime.InferenceSession(opset.with_functions(model).SerializeToString(),
+                                           providers=["CPUExecutionProvider"])
+    return run_with_bfloat16(session, None, _feeds(model, inputs))[0]
+
+
+def reference(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    """onnx.reference.ReferenceEvaluator with the lossops reference operators."""
+    from onnx.reference import ReferenceEvaluator
+
+    from .reference_ops import REFERENCE_OPS
+
+    opset.register()
+    with np.errstate(all="ignore"):  # IEEE inf/NaN are results here, not warnings
+        return ReferenceEvaluator(model, new_ops=REFERENCE_OPS).run(None, _feeds(model, inputs))[0]
+
+
+def cann_unavailable() -> str | None:
+    """Why the Ascend path cannot run here, or None when it can."""
+    if "CANNExecutionProvider" not in onnxruntime.get_available_providers():
+        return "this onnxruntime build has no CANNExecutionProvider"
+    return "the Ascend (CANN) session path is not implemented yet (issue 5)"
+
+
+BACKENDS: dict[str, Runner] = {"kernels": kernels, "decomposition": decomposition, "reference": reference}
+
+
+def unavailable(name: str) -> str | None:
+    if name == "cann":
+        return cann_unavailable()
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; expected one of {[*BACKENDS, 'cann']}")
+    return None

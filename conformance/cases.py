@@ -1,0 +1,328 @@
+"""The conformance cases, written like onnx's node cases: each builds a graph and its inputs; the expected
+outputs come from PyTorch in float64 (`oracle.py`), computed once by `golden.py` and stored.
+
+Node specs give an operator, inputs in float64 and attributes; each becomes one case per dtype, the inputs
+rounded to the dtype before both the backend and the oracle see them. Graph cases combine lossops nodes
+with standard ops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import ModelProto, TensorProto, helper
+
+from .. import opset
+
+BCEWL, BCEB, KLB = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward"
+
+
+@dataclass
+class Spec:
+    """One lossops node: operator, float64 inputs (None: optional input absent), attributes."""
+
+    id: str
+    op: str
+    inputs: list[np.ndarray | None]
+    attrs: dict = field(default_factory=dict)
+    summed: int = 0  # terms summed into each output element (reductions, KL's sum over broadcast axes)
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _grad(reduction: str, shape: tuple[int, ...], r: np.random.Generator) -> np.ndarray:
+    return r.normal(size=()) if reduction != "none" else r.normal(size=shape)
+
+
+def bce_with_logits_specs() -> list[Spec]:
+    r = _rng(1)
+    x, y = r.normal(scale=3, size=(4, 5)), r.uniform(size=(4, 5))
+    specs = []
+    for red in ("none", "mean", "sum"):
+        s = x.size if red != "none" else 0
+        specs += [
+            Spec(f"bcewl-plain-{red}", BCEWL, [x, y, None, None], {"reduction": red}, s),
+            Spec(f"bcewl-weight-full-{red}", BCEWL, [x, y, r.uniform(size=(4, 5)), None], {"reduction": red}, s),
+            Spec(f"bcewl-weight-scalar-{red}", BCEWL, [x, y, np.array(0.7), None], {"reduction": red}, s),
+            Spec(f"bcewl-weight-class-{red}", BCEWL, [x, y, r.uniform(size=5), None], {"reduction": red}, s),
+            Spec(f"bcewl-pos-weight-{red}", BCEWL, [x, y, None, r.uniform(0.5, 3, size=5)], {"reduction": red}, s),
+            Spec(f"bcewl-both-{red}", BCEWL, [x, y, r.uniform(size=(4, 1)), r.uniform(0.5, 3, size=5)],
+                 {"reduction": red}, s),
+            Spec(f"bcewl-rank0-{red}", BCEWL, [np.array(0.3), np.array(1.0), None, None], {"reduction": red}),
+            Spec(f"bcewl-empty-{red}", BCEWL, [np.zeros((0, 5)), np.zeros((0, 5)), None, np.ones(5)],
+                 {"reduction": red}),
+            Spec(f"bcewl-rank3-{red}", BCEWL, [r.normal(size=(2, 3, 4)), r.uniform(size=(2, 3, 4)), None,
+                                                r.uniform(size=4)], {"reduction": red}, s),
+        ]
+    extreme = np.array([-1e4, -200, -100.5, -20, -1e-3, 0, 1e-3, 20, 100.5, 200, 1e4])
+    for target in (0.0, 1.0, 0.5):
+        specs.append(Spec(f"bcewl-extreme-target{target}", BCEWL,
+                          [extreme, np.full(extreme.shape, target), None, None], {"reduction": "none"}))
+    specs.append(Spec("bcewl-extreme-mean", BCEWL, [extreme, np.full(extreme.shape, 0.25), None, None], {},
+                      extreme.size))
+    specs.append(Spec("bcewl-default-reduction", BCEWL, [x, y, None, None], {}, x.size))
+    return specs
+
+
+def bce_backward_specs() -> list[Spec]:
+    r = _rng(2)
+    x, y = r.uniform(0.02, 0.98, size=(4, 5)), r.uniform(size=(4, 5))
+    specs = []
+    for red in ("none", "mean", "sum"):
+        g = _grad(red, (4, 5), r)
+        specs += [
+            Spec(f"bceb-plain-{red}", BCEB, [g, x, y, None], {"reduction": red}),
+            Spec(f"bceb-weight-full-{red}", BCEB, [g, x, y, r.uniform(size=(4, 5))], {"reduction": red}),
+            Spec(f"bceb-weight-class-{red}", BCEB, [g, x, y, r.uniform(size=5)], {"reduction": red}),
+            Spec(f"bceb-weight-scalar-{red}", BCEB, [g, x, y, np.array(2.5)], {"reduction": red}),
+            Spec(f"bceb-target-row-{red}", BCEB, [g, x, r.uniform(size=(1, 5)), None], {"reduction": red}),
+            Spec(f"bceb-rank0-{red}", BCEB, [np.array(1.25), np.array(0.4), np.array(1.0), None],
+                 {"reduction": red}),
+            Spec(f"bceb-empty-{red}", BCEB, [np.array(1.0), np.zeros((0, 3)), np.zeros((0, 3)), None],
+                 {"reduction": red}),
+        ]
+    edges = np.array([0.0, 1.0, 1e-7, 1 - 1e-7, 0.5, 0.0, 1.0])
+    targets = np.array([1.0, 0.0, 1.0, 0.0, 0.5, 0.0, 1.0])
+    for red in ("none", "mean", "sum"):
+        specs.append(Spec(f"bceb-edges-{red}", BCEB, [_grad(red, edges.shape, r), edges, targets, None],
+                          {"reduction": red}))
+    specs.append(Spec("bceb-scalar-grad-none", BCEB, [np.array(0.5), x, y, None], {"reduction": "none"}))
+    specs.append(Spec("bceb-default-reduction", BCEB, [np.array(1.0), x, y, None], {}))
+    return specs
+
+
+def kl_div_backward_specs() -> list[Spec]:
+    r = _rng(3)
+    x = np.log(r.dirichlet(np.ones(5), size=4))
+    t = r.dirichlet(np.ones(5), size=4)
+    specs = []
+    for red in ("none", "mean", "sum", "batchmean"):
+        for lt in (0, 1):
+            tt = np.log(t) if lt else t
+            a = {"reduction": red, "log_target": lt}
+            g = _grad(red, (4, 5), r)
+            specs += [
+                Spec(f"klb-plain-{red}-lt{lt}", KLB, [g, x, tt], a),
+                Spec(f"klb-target-batch1-{red}-lt{lt}", KLB, [g, x, tt[:1]], a),
+                Spec(f"klb-input-batch1-{red}-lt{lt}", KLB, [g, x[:1], tt], a, 4),
+                Spec(f"klb-rank0-{red}-lt{lt}", KLB, [np.array(0.75), np.array(-1.2), np.array(0.3)], a),
+                Spec(f"klb-empty-{red}-lt{lt}", KLB, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
+                Spec(f"klb-rank3-{red}-lt{lt}", KLB, [_grad(red, (2, 3, 5), r), r.normal(size=(2, 3, 5)),
+                                                      r.uniform(size=(3, 5))], a),
+            ]
+        specs.append(Spec(f"klb-target-zero-{red}", KLB,
+                          [_grad(red, (2, 3), r), r.normal(size=(2, 3)), np.array([[0.0, 0.5, 0.0], [0.0, 0.0, 1.0]])],
+                          {"reduction": red, "log_target": 0}))
+        specs.append(Spec(f"klb-target-negative-{red}", KLB,
+                          [_grad(red, (3,), r), r.normal(size=3), np.array([-0.5, 0.25, -2.0])],
+                          {"reduction": red, "log_target": 0}))
+    specs.append(Spec("klb-default-attrs", KLB, [np.array(1.0), x, t], {}))
+    return specs
+
+
+def large_specs() -> list[Spec]:
+    """Big enough for the kernels' blocked, multi-threaded path (blocks split on axis 0 and on axis 1)."""
+    r = _rng(4)
+    specs = []
+    for shape in ((300, 1000), (3, 70001)):
+        n, c = shape
+        x, y = r.normal(scale=4, size=shape), r.uniform(size=shape)
+        p = r.uniform(0.1, 1, size=shape)
+        t = r.uniform(size=shape)
+        for red in ("none", "mean"):
+            specs += [
+                Spec(f"bcewl-large-{n}x{c}-{red}", BCEWL, [x, y, r.uniform(size=(n, 1)), r.uniform(0.5, 3, size=c)],
+                     {"reduction": red}, x.size if red != "none" else 0),
+                Spec(f"bceb-large-{n}x{c}-{red}", BCEB, [_grad(red, shape, r), p, y, r.uniform(size=c)],
+                     {"reduction": red}),
+                Spec(f"klb-large-{n}x{c}-{red}", KLB, [_grad(red, shape, r), x, t], {"reduction": red}),
+                Spec(f"klb-large-{n}x{c}-{red}-lt1", KLB, [_grad(red, shape, r), x, np.log(t)],
+                     {"reduction": red, "log_target": 1}),
+            ]
+    return specs
+
+
+def rank_specs() -> list[Spec]:
+    """Ranks 4 to 8 (the aclnn limit), with a per-class weight broadcast along the last axis."""
+    r = _rng(5)
+    specs = []
+    for rank in range(4, 9):
+        shape = (2, 1, 3, 1, 2, 1, 2, 3)[-rank:]
+        x, y, c = r.normal(size=shape), r.uniform(size=shape), r.uniform(0.5, 2, size=shape[-1])
+        specs += [
+            Spec(f"bcewl-rank{rank}", BCEWL, [x, y, None, c], {"reduction": "none"}),
+            Spec(f"bceb-rank{rank}", BCEB, [r.normal(size=shape), r.uniform(0.05, 0.95, size=shape), y, c],
+                 {"reduction": "none"}),
+            Spec(f"klb-rank{rank}", KLB, [np.array(1.0), x, y[:1]], {"reduction": "batchmean"}),
+        ]
+    return specs
+
+
+def node_specs() -> list[Spec]:
+    """Every spec of the conformance suite (small tensors: the goldens ship with the package)."""
+    return bce_with_logits_specs() + bce_backward_specs() + kl_div_backward_specs() + rank_specs()
+
+
+# ---- cases: specs made into models, one per dtype, plus graph cases -------------------------------------
+
+DTYPES = ("float32", "float16", "bfloat16", "float64")
+ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
+        "float64": TensorProto.DOUBLE}
+
+
+def np_dtype(name: str) -> np.dtype:
+    return np.dtype(helper.tensor_dtype_to_np_dtype(ELEM[name]))
+
+
+@dataclass
+class Case:
+    """A graph, its inputs (graph input order) and how to compute its expected output in float64."""
+
+    name: str
+    model: ModelProto
+    inputs: list[np.ndarray]
+    dtype: str  # the dtype whose tolerance applies (the precision the lossops nodes compute at)
+    reference: Callable[[list[np.ndarray]], np.ndarray]  # float64 inputs -> float64 expected output (torch)
+    summed: int = 0
+    oracle_error: Callable[[list[np.ndarray]], float] = lambda inputs: 0.0
+
+
+def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict,
+               symbolic: bool = False) -> tuple[ModelProto, dict[str, np.ndarray]]:
+    """A model with one lossops node (no functions); absent optional inputs are left out of the node."""
+    formal = [i.name for i in opset.get(op).inputs]
+    names = [name if a is not None else "" for name, a in zip(formal, inputs, strict=False)]
+    while names and not names[-1]:
+        names.pop()
+    feeds = {n: a for n, a in zip(formal, inputs, strict=False) if a is not None}
+
+    def dims(n: str, a: np.ndarray) -> list:
+        return [f"{n}_{k}" for k in range(a.ndim)] if symbolic else list(a.shape)
+
+    out_shape = opset.get(op).infer({n: tuple(dims(n, a)) for n, a in feeds.items()}, opset.get(op).resolve(attrs))
+    graph = helper.make_graph(
+        [opset.make_node(op, names, ["output"], **attrs)], "case",
+        [helper.make_tensor_value_info(n, ELEM[dtype], dims(n, a)) for n, a in feeds.items()],
+        [helper.make_tensor_value_info("output", ELEM[dtype], list(out_shape))],
+    )
+    model = helper.make_model(graph, opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
+    return model, feeds
+
+
+def _snake(op: str) -> str:
+    return {BCEWL: "bce_with_logits", BCEB: "bce_backward", KLB: "kl_div_backward"}[op]
+
+
+def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
+    from .tolerance import oracle_error
+
+    rounded = [None if a is None else np.asarray(a).astype(np_dtype(dtype)) for a in spec.inputs]
+    model, feeds = node_model(spec.op, rounded, dtype, spec.attrs, symbolic)
+    present = [k for k, a in enumerate(rounded) if a is not None]
+    attrs = opset.get(spec.op).resolve(spec.attrs)
+
+    def full(inputs: list[np.ndarray]) -> list[np.ndarray | None]:
+        it = iter(inputs)
+        return [next(it) if k in present else None for k in range(len(spec.inputs))]
+
+    def reference(inputs: list[np.ndarray]) -> np.ndarray:
+        from .oracle import ORACLES
+
+        return ORACLES[spec.op](*full(inputs), **attrs)
+
+    suffix = "_symbolic" if symbolic else ""
+    name = f"test_{_snake(spec.op)}_{spec.id.split('-', 1)[1].replace('-', '_')}_{dtype}{suffix}"
+    return Case(name, model, list(feeds.values()), dtype, reference, spec.summed,
+                lambda inputs: oracle_error(spec.op, full(inputs), attrs))
+
+
+def _graph(name: str, nodes, inputs: dict[str, tuple[int, list]], output: tuple[int, list]) -> ModelProto:
+    vi = helper.make_tensor_value_info
+    graph = helper.make_graph(nodes, name, [vi(k, t, s) for k, (t, s) in inputs.items()], [vi("output", *output)])
+    return helper.make_model(graph, opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
+
+
+def graph_cases() -> list[Case]:
+    """Small graphs that mix lossops nodes with standard ops, as exporters and training graphs do."""
+    r = _rng(6)
+    cases = []
+    for dtype in ("float32", "float64"):
+        T, d = ELEM[dtype], np_dtype(dtype)
+        feats, w, b = r.normal(size=(5, 4)).astype(d), r.normal(size=(4, 3)).astype(d), r.normal(size=3).astype(d)
+        labels, pw = (r.uniform(size=(5, 3)) < 0.5).astype(d), r.uniform(0.5, 3, size=3).astype(d)
+        cases.append(Case(
+            f"test_graph_linear_logits_to_bce_with_logits_{dtype}",
+            _graph("linear_bce", [
+                helper.make_node("MatMul", ["features", "weight"], ["mm"]),
+                helper.make_node("Add", ["mm", "bias"], ["logits"]),
+                opset.make_node(BCEWL, ["logits", "labels", "", "pos_weight"], ["output"], reduction="mean")],
+                {"features": (T, [5, 4]), "weight": (T, [4, 3]), "bias": (T, [3]), "labels": (T, [5, 3]),
+                 "pos_weight": (T, [3])}, (T, [])),
+            [feats, w, b, labels, pw], dtype,
+            lambda i: _torch_graph("linear_bce", i), summed=15))
+        z, y, g = r.normal(size=(4, 6)).astype(d), r.uniform(size=(4, 6)).astype(d), r.normal(size=(4, 6)).astype(d)
+        cases.append(Case(
+            f"test_graph_sigmoid_to_bce_backward_{dtype}",
+            _graph("sigmoid_bce_backward", [
+                helper.make_node("Sigmoid", ["logits"], ["probs"]),
+                opset.make_node(BCEB, ["grad", "probs", "labels"], ["output"], reduction="none")],
+                {"grad": (T, [4, 6]), "logits": (T, [4, 6]), "labels": (T, [4, 6])}, (T, [4, 6])),
+            [g, z, y], dtype, lambda i: _torch_graph("sigmoid_bce_backward", i)))
+        t = r.dirichlet(np.ones(6), size=1).astype(d)
+        cases.append(Case(
+            f"test_graph_log_softmax_to_kl_div_backward_{dtype}",
+            _graph("log_softmax_kl_backward", [
+                helper.make_node("LogSoftmax", ["scores"], ["log_probs"], axis=-1),
+                opset.make_node(KLB, ["grad", "log_probs", "target"], ["output"], reduction="batchmean")],
+                {"grad": (T, []), "scores": (T, [4, 6]), "target": (T, [1, 6])}, (T, [4, 6])),
+            [np.array(1.0, d), z, t], dtype, lambda i: _torch_graph("log_softmax_kl_backward", i)))
+    f32, f16 = TensorProto.FLOAT, TensorProto.FLOAT16
+    x, y = (r.normal(scale=4, size=(3, 5)).astype(np.float32), r.uniform(size=(3, 5)).astype(np.float32))
+    cases.append(Case(
+        "test_graph_float16_bce_with_logits_between_casts",
+        _graph("float16_casts", [
+            helper.make_node("Cast", ["logits"], ["logits16"], to=f16),
+            helper.make_node("Cast", ["labels"], ["labels16"], to=f16),
+            opset.make_node(BCEWL, ["logits16", "labels16"], ["loss16"], reduction="none"),
+            helper.make_node("Cast", ["loss16"], ["output"], to=f32)],
+            {"logits": (f32, [3, 5]), "labels": (f32, [3, 5])}, (f32, [3, 5])),
+        [x, y], "float16", lambda i: _torch_graph("float16_casts", i)))
+    return cases
+
+
+def _torch_graph(kind: str, inputs: list[np.ndarray]) -> np.ndarray:
+    """The graph cases in PyTorch float64."""
+    import torch
+    import torch.nn.functional as F
+
+    from .oracle import ORACLES
+
+    t = [torch.from_numpy(np.asarray(a, np.float64)) for a in inputs]
+    if kind == "linear_bce":
+        feats, w, b, labels, pw = t
+        return F.binary_cross_entropy_with_logits(feats @ w + b, labels, pos_weight=pw).numpy()
+    if kind == "sigmoid_bce_backward":
+        g, z, y = t
+        return ORACLES[BCEB](g.numpy(), torch.sigmoid(z).numpy(), y.numpy(), reduction="none")
+    if kind == "log_softmax_kl_backward":
+        g, z, target = t
+        return ORACLES[KLB](g.numpy(), torch.log_softmax(z, -1).numpy(), target.numpy(), reduction="batchmean",
+                            log_target=0)
+    x16, y16 = (a.to(torch.float16).to(torch.float64) for a in t)  # what the Casts make of the inputs
+    return ORACLES[BCEWL](x16.numpy(), y16.numpy(), reduction="none").astype(np.float16).astype(np.float64)
+
+
+SYMBOLIC_SPECS = ("bcewl-both-none", "bcewl-pos-weight-mean", "bceb-target-row-none", "bceb-weight-class-mean",
+                  "klb-target-batch1-none-lt0", "klb-input-batch1-sum-lt1", "klb-rank3-batchmean-lt0")
+
+
+def all_cases() -> list[Case]:
+    """The suite: every node spec in every dtype, symbolic-dim variants, and the graph cases."""
+    specs = node_specs()
+    cases = [spec_case(s, dtype) for s in specs for dtype in DTYPES]
+    cases += [spec_case(s, dtype, symbolic=True) for s in specs if s.id in SYMBOLIC_SPECS for dtype in DTYPES]
+    return cases + graph_cases()

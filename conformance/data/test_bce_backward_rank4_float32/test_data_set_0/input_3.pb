@@ -1,0 +1,1 @@
+BweightJ!gÂ?—ç?RJW?

@@ -1,0 +1,1 @@
+BweightJúQÏ?ql÷?àp?

@@ -1,0 +1,2 @@
+
+BweightJo=a;h>

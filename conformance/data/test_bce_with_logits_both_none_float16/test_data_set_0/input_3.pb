@@ -1,0 +1,4 @@
+
+B
+pos_weightJ
+å?}8^@˜A"A

@@ -1,0 +1,1 @@
+BoutputJœEÈBIB A1?1?1? AIBÈBœE

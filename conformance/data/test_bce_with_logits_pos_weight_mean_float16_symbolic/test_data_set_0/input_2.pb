@@ -1,0 +1,4 @@
+
+B
+pos_weightJ
+Â;í=R<5Aç=

@@ -1,0 +1,1 @@
+BoutputJx«5G½á?

@@ -1,0 +1,2 @@
+B
+pos_weightJúQÏ?ql÷?àp?

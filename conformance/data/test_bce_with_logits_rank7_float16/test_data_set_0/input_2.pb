@@ -1,0 +1,3 @@
+
+B
+pos_weightJo=a;h>

@@ -1,0 +1,3 @@
+B
+pos_weightJMë­?&(l?q
+Í?

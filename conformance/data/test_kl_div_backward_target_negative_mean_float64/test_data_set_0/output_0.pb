@@ -1,0 +1,4 @@
+BoutputJyUt
+‹¿yUt
+{?yUt
+«¿

@@ -1,0 +1,2 @@
+
+Bgrad_outputJA8c·¿D´¾°Ð.

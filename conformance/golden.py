@@ -1,0 +1,153 @@
+"""Golden data in the ONNX node-test directory format, shipped with the package.
+
+Each case is a directory `test_<name>/` with `model.onnx`, `test_data_set_0/input_<i>.pb`,
+`test_data_set_0/output_0.pb` (PyTorch float64 rounded to the output's type) and `data.json` (the dtype
+whose tolerance applies, rtol/atol for runners that take those, terms summed, the oracle's own error).
+
+    python -m lossops.conformance.golden generate   # rewrite conformance/data (needs torch)
+    python -m lossops.conformance.golden check      # regenerate in memory, report drift; exit 1 on drift
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import ModelProto, helper, numpy_helper
+
+from .cases import Case, all_cases
+from .tolerance import bounds
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
+@dataclass
+class Golden:
+    name: str
+    model: ModelProto
+    inputs: list[np.ndarray]
+    expected: np.ndarray
+    dtype: str
+    summed: int
+    oracle_error: float
+    rtol: float
+    atol: float
+
+    @property
+    def output_dtype(self) -> np.dtype:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(self.model.graph.output[0].type.tensor_type.elem_type))
+
+
+def make(case: Case) -> Golden:
+    """Compute the expected output of `case` with the oracle (needs torch)."""
+    reference = np.asarray(case.reference([a.astype(np.float64) for a in case.inputs]), np.float64)
+    output_type = case.model.graph.output[0].type.tensor_type.elem_type
+    with np.errstate(over="ignore"):
+        expected = reference.astype(helper.tensor_dtype_to_np_dtype(output_type))
+    error = float(np.max(case.oracle_error([a.astype(np.float64) for a in case.inputs]), initial=0.0))
+    rtol, atol = bounds(case.dtype, case.summed, expected, error)
+    return Golden(case.name, case.model, case.inputs, expected, case.dtype, case.summed, error, rtol, atol)
+
+
+def write(golden: Golden, root: Path) -> None:
+    directory = root / golden.name
+    data = directory / "test_data_set_0"
+    data.mkdir(parents=True, exist_ok=True)
+    onnx.save(golden.model, directory / "model.onnx")
+    for k, (value, array) in enumerate(zip(golden.model.graph.input, golden.inputs, strict=True)):
+        (data / f"input_{k}.pb").write_bytes(numpy_helper.from_array(array, value.name).SerializeToString())
+    output = numpy_helper.from_array(golden.expected, golden.model.graph.output[0].name)
+    (data / "output_0.pb").write_bytes(output.SerializeToString())
+    meta = {"dtype": golden.dtype, "summed": golden.summed, "oracle_error": golden.oracle_error,
+            "rtol": golden.rtol, "atol": golden.atol,
+            "expected_from": "PyTorch 2.13 float64 on the rounded inputs, rounded to the output type"}
+    (directory / "data.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def _tensor(path: Path) -> np.ndarray:
+    return numpy_helper.to_array(onnx.load_tensor(str(path)))
+
+
+def read(directory: Path) -> Golden:
+    meta = json.loads((directory / "data.json").read_text())
+    data = directory / "test_data_set_0"
+    model = onnx.load(directory / "model.onnx")
+    inputs = [_tensor(data / f"input_{k}.pb") for k in range(len(model.graph.input))]
+    return Golden(directory.name, model, inputs, _tensor(data / "output_0.pb"), meta["dtype"], meta["summed"],
+                  meta["oracle_error"], meta["rtol"], meta["atol"])
+
+
+def load_all(root: Path = DATA_DIR) -> list[Golden]:
+    return [read(d) for d in sorted(root.iterdir()) if (d / "model.onnx").exists()]
+
+
+def export(target: Path, root: Path = DATA_DIR) -> int:
+    """Copy the stored suite to `target`; returns the number of cases."""
+    target.mkdir(parents=True, exist_ok=True)
+    count = 0
+    for d in sorted(root.iterdir()):
+        if (d / "model.onnx").exists():
+            shutil.copytree(d, target / d.name, dirs_exist_ok=True)
+            count += 1
+    return count
+
+
+def generate(root: Path = DATA_DIR) -> int:
+    if root.exists():
+        shutil.rmtree(root)
+    cases = all_cases()
+    for case in cases:
+        write(make(case), root)
+    return len(cases)
+
+
+def drift(root: Path = DATA_DIR) -> list[str]:
+    """Differences between the stored goldens and what the generator makes now (empty: none).
+
+    Models and inputs must be identical; expected outputs may differ by at most one ulp of their type
+    (float64 libm results can differ in the last bit between CPUs, and rounding may then differ too)."""
+    problems = []
+    stored = {g.name: g for g in load_all(root)} if root.exists() else {}
+    fresh = {c.name: c for c in all_cases()}
+    problems += [f"{n}: stored but no longer generated" for n in sorted(set(stored) - set(fresh))]
+    problems += [f"{n}: generated but not stored" for n in sorted(set(fresh) - set(stored))]
+    for name in sorted(set(stored) & set(fresh)):
+        old, new = stored[name], make(fresh[name])
+        if old.model.SerializeToString() != new.model.SerializeToString():
+            problems.append(f"{name}: model differs")
+        elif any(a.dtype != b.dtype or a.shape != b.shape or a.tobytes() != b.tobytes()
+                 for a, b in zip(old.inputs, new.inputs, strict=True)):
+            problems.append(f"{name}: inputs differ")
+        elif old.expected.dtype != new.expected.dtype or old.expected.shape != new.expected.shape:
+            problems.append(f"{name}: expected output has another type or shape")
+        else:
+            a, b = old.expected.astype(np.float64), new.expected.astype(np.float64)
+            same = (a == b) | (np.isnan(a) & np.isnan(b))
+            if not same.all():
+                spacing = np.abs(np.spacing(b.astype(new.expected.dtype)).astype(np.float64))
+                if np.any(np.abs(a - b)[~same] > spacing[~same]) or not np.isfinite(a[~same]).all():
+                    problems.append(f"{name}: expected output differs by more than one ulp")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["generate"]:
+        print(f"wrote {generate()} cases to {DATA_DIR}")
+        return 0
+    if argv[:1] == ["check"]:
+        problems = drift()
+        for p in problems:
+            print(p)
+        print("goldens match the generator" if not problems else f"{len(problems)} golden(s) drifted")
+        return 1 if problems else 0
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,45 @@
+"""PyTorch in float64: the independent oracle every backend is held to (needed only to generate goldens)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _t(a: np.ndarray | None) -> torch.Tensor | None:
+    return None if a is None else torch.from_numpy(np.asarray(a, dtype=np.float64))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, *, reduction):
+    x, y, w, p = map(_t, (input, target, weight, pos_weight))
+    return F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p, reduction=reduction).numpy()
+
+
+def binary_cross_entropy_backward(grad_output, input, target, weight=None, *, reduction):
+    g, x, y, w = map(_t, (grad_output, input, target, weight))
+    # aten's own backward kernel (the op torch_npu dispatches to aclnnBinaryCrossEntropyBackward)
+    g, y = g.expand(x.shape), y.expand(x.shape)
+    w = None if w is None else w.expand(x.shape)
+    return torch.ops.aten.binary_cross_entropy_backward(g, x, y, w, REDUCTION_CODES[reduction]).numpy()
+
+
+def kl_div_backward(grad_output, input, target, *, reduction, log_target):
+    x = _t(input).requires_grad_(True)
+    t, g = _t(target), _t(grad_output)
+    with warnings.catch_warnings():  # torch warns that 'mean' is not 'batchmean'; we test both on purpose
+        warnings.simplefilter("ignore", UserWarning)
+        loss = F.kl_div(x, t, reduction=reduction, log_target=bool(log_target))
+    (grad,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
+    return grad.numpy()
+
+
+ORACLES = {
+    "BinaryCrossEntropyWithLogits": binary_cross_entropy_with_logits,
+    "BinaryCrossEntropyBackward": binary_cross_entropy_backward,
+    "KlDivBackward": kl_div_backward,
+}

@@ -1,0 +1,39 @@
+"""lossops operators for onnx.reference.ReferenceEvaluator.
+
+Each class evaluates the operator's standard-op decomposition, specialised to the node's attributes and
+types (`opset.expand`), with onnx's reference implementation of the standard ops: the decomposition's
+semantics in a runtime independent of onnxruntime and of the lossops kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
+
+from .. import opset
+
+
+class _LossopsOp(OpRun):
+    op_domain = opset.DOMAIN
+
+    def _run(self, *inputs, **attributes):
+        op = opset.get(type(self).__name__)
+        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes.items()
+                 if k in op.defaults()}
+        first = next(a for a in inputs if a is not None)
+        elem_type = helper.np_dtype_to_tensor_dtype(first.dtype)
+        names = [i.name for i in op.inputs]
+        feeds = {n: (a if a is not None else np.ones((), first.dtype))  # absent weight: 1
+                 for n, a in zip(names, list(inputs) + [None] * (len(names) - len(inputs)), strict=True)}
+        node = opset.make_node(op.name, names, ["output"], **attrs)
+        graph = helper.make_graph(
+            opset.expand(node, elem_type, prefix="_"), op.name,
+            [helper.make_tensor_value_info(n, elem_type, list(a.shape)) for n, a in feeds.items()],
+            [helper.make_tensor_value_info("output", elem_type, None)])
+        model = helper.make_model(graph, opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
+        return tuple(ReferenceEvaluator(model).run(None, feeds))
+
+
+REFERENCE_OPS = [type(name, (_LossopsOp,), {}) for name in opset.OPS]

@@ -1,0 +1,74 @@
+"""`lossops conformance`: hold backends to the stored suite and print one table and a summary."""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .backends import BACKENDS, unavailable
+from .golden import DATA_DIR, Golden, export, load_all
+from .tolerance import RTOL, compare
+
+ALL_BACKENDS = ["kernels", "decomposition", "reference", "cann"]
+
+
+@dataclass
+class Result:
+    case: str
+    backend: str
+    ulps: float
+    tolerance: str
+    ok: bool
+    message: str
+
+
+def check(golden: Golden, backend: str) -> Result:
+    tolerance = f"{RTOL[golden.dtype]:.2g} rel" + (f" +sum({golden.summed})" if golden.summed > 1 else "")
+    try:
+        got = BACKENDS[backend](golden.model, golden.inputs)
+    except Exception as e:
+        return Result(golden.name, backend, np.inf, tolerance, False, f"{type(e).__name__}: {e}"[:300])
+    ok, ulps, message = compare(got, golden.expected, golden.dtype, golden.summed, golden.oracle_error,
+                                golden.output_dtype)
+    return Result(golden.name, backend, ulps, tolerance, ok, message)
+
+
+def run(backends: list[str], pattern: str | None = None, root: Path = DATA_DIR,
+        failures_only: bool = False) -> int:
+    goldens = [g for g in load_all(root) if not pattern or re.search(pattern, g.name)]
+    failed = passed = 0
+    print(f"{'case':62s} {'backend':13s} {'max err (ulp)':>13s} {'tolerance':>18s} result")
+    summary = []
+    for backend in backends:
+        reason = unavailable(backend)
+        if reason:
+            summary.append(f"{backend}: unavailable ({reason})")
+            continue
+        t0 = time.perf_counter()
+        results = [check(g, backend) for g in goldens]
+        seconds = time.perf_counter() - t0
+        for r in results:
+            if failures_only and r.ok:
+                continue
+            print(f"{r.case:62s} {r.backend:13s} {r.ulps:13.2f} {r.tolerance:>18s} "
+                  f"{'PASS' if r.ok else 'FAIL ' + r.message}")
+        bad = sum(not r.ok for r in results)
+        failed += bad
+        passed += len(results) - bad
+        worst = max((r.ulps for r in results if r.ok), default=0.0)
+        summary.append(f"{backend}: {len(results) - bad} passed, {bad} failed, worst passing error "
+                       f"{worst:.2f} ulp, {seconds:.1f} s")
+    for line in summary:
+        print(line)
+    print(f"conformance: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def export_suite(target: Path) -> int:
+    count = export(target)
+    print(f"wrote {count} cases to {target} (ONNX node-test format: model.onnx, test_data_set_0/*.pb, data.json)")
+    return 0

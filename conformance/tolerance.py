@@ -1,0 +1,110 @@
+"""Tolerances per dtype, and the one comparison every numerical test uses.
+
+A backend computes float16/bfloat16 in float32 and float32 in float32, then rounds once to T, so its error
+against the float64 oracle is at most half an ulp of T from the final rounding plus a few float32 ulps of
+compute error (exp/log1p and division are within 1-2 ulps in numpy and in ONNX Runtime). Hence:
+
+- float64: 16 ulps = 2**-48 ≈ 3.6e-15 relative (exp/log1p/div are within 1-2 ulps; the rest is room for the
+  decomposition's log1p identity and for float64 reductions);
+- float32: 8 ulps = 2**-20 ≈ 9.5e-7 relative;
+- float16: 1 ulp = 2**-10 relative (half an ulp of rounding plus the float32 error, far below an ulp);
+- bfloat16: 1 ulp = 2**-7 relative.
+
+Outputs that sum n terms (reductions, KL's sum over broadcast axes) carry the summation's rounding too:
+their bound is relative to the largest magnitude in the output (terms of either sign may cancel) and adds
+2·log2(n) units of roundoff of the compute type (a pairwise sum's error is at most log2(n)·u of the sum of
+magnitudes; onnxruntime's float32 ReduceSum measured 20 ulps over 3e5 terms, inside this bound).
+An absolute floor of the dtype's smallest subnormal covers results that round into the subnormal range.
+Infinities and NaNs must match exactly (after rounding the oracle to T, so an overflow to inf in float16
+is expected, not excused).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+DTYPES = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "bfloat16": BF16,
+          "float64": np.dtype(np.float64)}
+RTOL = {"float64": 2.0**-48, "float32": 2.0**-20, "float16": 2.0**-10, "bfloat16": 2.0**-7}
+
+
+def bounds(dtype_name: str, summed: int, expected: np.ndarray, oracle_error: float) -> tuple[float, float]:
+    """(rtol, atol) in numpy.testing.assert_allclose terms, for runners that take those (onnx's Runner)."""
+    rtol = RTOL[dtype_name]
+    if summed > 1:
+        rtol += 2 * np.log2(summed) * (2.0**-53 if dtype_name == "float64" else 2.0**-24)
+    finite = np.abs(expected[np.isfinite(expected)].astype(np.float64))
+    atol = smallest_subnormal(DTYPES[dtype_name]) + oracle_error
+    if summed > 1 and finite.size:
+        atol += rtol * float(finite.max())
+    return float(rtol), float(atol)
+
+
+def smallest_subnormal(dtype: np.dtype) -> float:
+    return float(ml_dtypes.finfo(dtype).smallest_subnormal)
+
+
+def ulp(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """Size of one unit in the last place of `value` (float64) in `dtype`."""
+    v = np.abs(value.astype(np.float64))
+    exponent = np.floor(np.log2(np.maximum(v, float(ml_dtypes.finfo(dtype).smallest_normal))))
+    return np.exp2(exponent - ml_dtypes.finfo(dtype).nmant)
+
+
+def compare(got: np.ndarray, ref: np.ndarray, dtype_name: str, summed: int = 0,
+            oracle_error: np.ndarray | float = 0.0, output_dtype: np.dtype | None = None) -> tuple[bool, float, str]:
+    """(ok, error in ulps of T, message). `ref` is the oracle's value (float64, or already rounded to T);
+    `oracle_error` widens the bound by the oracle's own error; `output_dtype` is the graph output's type
+    when it differs from the precision `dtype_name` the lossops nodes computed at (graphs with Casts)."""
+    dtype = DTYPES[dtype_name]
+    got = np.asarray(got)
+    if got.dtype != (output_dtype or dtype):
+        return False, np.inf, f"dtype {got.dtype}, expected {output_dtype or dtype}"
+    if got.shape != ref.shape:
+        return False, np.inf, f"shape {got.shape}, expected {ref.shape}"
+    g = got.astype(np.float64)
+    with np.errstate(over="ignore"):  # the oracle rounded to T: where inf/NaN are expected
+        rounded = ref.astype(dtype).astype(np.float64)
+    special = ~np.isfinite(rounded)
+    if not np.array_equal(g[special], rounded[special], equal_nan=True) or not np.all(np.isfinite(g[~special])):
+        return False, np.inf, f"non-finite mismatch: got {g[special | ~np.isfinite(g)]}, expected {rounded[special]}"
+    oracle_error = np.broadcast_to(oracle_error, ref.shape)[~special]
+    g, r = g[~special], ref[~special].astype(np.float64)
+    if g.size == 0:
+        return True, 0.0, ""
+    rtol = RTOL[dtype_name]
+    scale = np.abs(r)
+    if summed > 1:
+        unit_roundoff = 2.0**-53 if dtype == np.float64 else 2.0**-24
+        rtol += 2 * np.log2(summed) * unit_roundoff
+        scale = np.maximum(scale, np.abs(r).max())
+    bound = rtol * scale + smallest_subnormal(dtype) + oracle_error
+    err = np.abs(g - r)
+    ulps = float((np.maximum(err - oracle_error, 0) / ulp(r, dtype)).max())
+    worst = int(np.argmax(err - bound))
+    ok = bool(np.all(err <= bound))
+    if ok:
+        return True, ulps, ""
+    return False, ulps, f"|{g[worst]} - {r[worst]}| = {err[worst]:.3g} > {bound[worst]:.3g} ({ulps:.2f} ulps)"
+
+
+def oracle_error(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
+    """An absolute bound on the oracle's own rounding error, where PyTorch's formula cancels.
+
+    PyTorch computes BCE-with-logits as `(1 - y) * x + (1 + (p - 1) * y) * softplus(-x)`: for x << 0 and
+    y = 0 the two terms are about |x| each and cancel, so its float64 result is off by up to a few float64
+    ulps of |x| (e.g. it returns 0 for x = -100.5, where the loss is exp(-100.5) = 2.2e-44). lossops' form
+    has no cancellation; this bound keeps the comparison honest there and is ~1e-14 relative elsewhere.
+    """
+    if op != "BinaryCrossEntropyWithLogits":
+        return 0.0
+    x, y, w, p = (None if a is None else np.asarray(a, np.float64) for a in inputs)
+    w = 1.0 if w is None else np.abs(w)
+    p = 1.0 if p is None else p
+    magnitude = (np.abs((1 - y) * x) + np.abs(1 + (p - 1) * y) * np.logaddexp(0, -x)) * w
+    bound = 4 * np.finfo(np.float64).eps * magnitude
+    if attrs["reduction"] == "none":
+        return bound
+    return float(bound.sum() / (max(bound.size, 1) if attrs["reduction"] == "mean" else 1))

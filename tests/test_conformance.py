@@ -1,0 +1,81 @@
+"""The conformance suite: stored goldens are current, every backend passes, drift is caught, and onnx's
+backend-test Runner can run the suite."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import unittest
+
+import numpy as np
+import onnx
+import pytest
+from onnx import numpy_helper
+
+from lossops import opset
+from lossops.conformance import golden, runner
+from lossops.conformance.onnx_backend import ConformanceRunner, LossopsKernelsBackend, OnnxRuntimeBackend
+
+
+def test_suite_size_and_coverage():
+    goldens = golden.load_all()
+    assert len(goldens) >= 150
+    names = " ".join(g.name for g in goldens)
+    for op in ("bce_with_logits", "bce_backward", "kl_div_backward"):
+        for dtype in ("float32", "float16", "bfloat16", "float64"):
+            for red in ("none", "mean", "sum"):
+                assert f"test_{op}_plain_{red}" in names and f"_{dtype}" in names
+    for fragment in ("batchmean_lt1", "rank0", "rank8", "empty", "extreme", "edges", "target_zero", "symbolic",
+                     "pos_weight", "weight_scalar", "target_batch1", "test_graph_"):
+        assert fragment in names, fragment
+    ops = {n.op_type for g in goldens for n in g.model.graph.node if n.domain == opset.DOMAIN}
+    assert ops == set(opset.OPS)
+
+
+def test_goldens_match_the_generator():
+    """CI's drift check: the stored goldens are what PyTorch gives now for the cases as written."""
+    assert golden.drift() == []
+
+
+def test_drift_is_detected(tmp_path):
+    golden.export(tmp_path)
+    victim = tmp_path / "test_bce_backward_plain_none_float32" / "test_data_set_0" / "output_0.pb"
+    tensor = numpy_helper.to_array(onnx.load_tensor(str(victim)))
+    victim.write_bytes(numpy_helper.from_array(tensor * np.float32(1.001), "output").SerializeToString())
+    shutil.rmtree(tmp_path / "test_kl_div_backward_rank0_sum_lt1_float16")
+    problems = golden.drift(tmp_path)
+    assert "test_bce_backward_plain_none_float32: expected output differs by more than one ulp" in problems
+    assert "test_kl_div_backward_rank0_sum_lt1_float16: generated but not stored" in problems
+    assert runner.run(["kernels"], "test_bce_backward_plain_none_float32", tmp_path) == 1
+
+
+@pytest.mark.parametrize("backend", ["kernels", "decomposition", "reference"])
+def test_every_backend_passes_the_suite(backend, capsys):
+    assert runner.run([backend], failures_only=True) == 0
+    assert f"conformance: {len(golden.load_all())} passed, 0 failed" in capsys.readouterr().out
+
+
+def test_cann_is_reported_unavailable_not_failed(capsys):
+    assert runner.run(["cann"]) == 0
+    assert "cann: unavailable (" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("backend", [OnnxRuntimeBackend, LossopsKernelsBackend])
+def test_onnx_backend_test_runner(backend):
+    suite = ConformanceRunner(backend).include("graph|rank8|extreme|empty").test_suite
+    result = unittest.TextTestRunner(verbosity=0).run(suite)
+    assert result.wasSuccessful(), result.failures + result.errors
+    assert result.testsRun - len(result.skipped) >= 30
+
+
+def test_cli_export_and_run(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "lossops", "conformance", "--export", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    case = tmp_path / "test_graph_sigmoid_to_bce_backward_float32"
+    assert (case / "model.onnx").exists() and (case / "test_data_set_0" / "input_2.pb").exists()
+    done = subprocess.run([sys.executable, "-m", "lossops", "conformance", "--backend", "kernels", "-k", "rank8"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:]
+    assert "conformance: 12 passed, 0 failed" in done.stdout
