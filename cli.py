@@ -44,6 +44,20 @@ def _conformance(args: argparse.Namespace) -> int:
     return run(args.backend or ALL_BACKENDS, args.k, failures_only=args.failures_only)
 
 
+def _convert(args: argparse.Namespace) -> int:
+    import onnx
+
+    from . import converters
+
+    model = onnx.load(args.model)
+    converted, report = getattr(converters, args.verb)(model)
+    onnx.save(converted, args.output)
+    for line in report:
+        print(line)
+    print(f"{args.verb}: {len(report)} node(s) changed; wrote {args.output}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
                                      "run in ONNX Runtime.")
@@ -81,12 +95,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Hold backends to the lossops conformance suite (graph cases with PyTorch float64 goldens, ONNX "
         "node-test format) and print one table (case, backend, max error, tolerance, result) and a summary. Exit "
         "status 1 on any failure; a backend that cannot run here is reported unavailable, not failed.")
-    conformance.add_argument("--backend", action="append", choices=["kernels", "decomposition", "reference", "cann"],
+    conformance.add_argument("--backend", action="append",
+                             choices=["kernels", "decomposition", "lowered", "reference", "cann"],
                              help="backend to run (repeatable; default: all)")
     conformance.add_argument("-k", metavar="PATTERN", help="only cases whose name matches this regular expression")
     conformance.add_argument("--failures-only", action="store_true", help="print only the failing rows")
     conformance.add_argument("--export", metavar="DIR", help="write the suite to DIR instead of running it")
     conformance.set_defaults(fn=_conformance)
+
+    for verb, text in (("fuse", "replace the BCE-with-logits subgraphs PyTorch's exporters emit by lossops nodes"),
+                       ("lower", "replace every lossops node by its standard-op decomposition")):
+        sub = verbs.add_parser(verb, help=text, description=text[0].upper() + text[1:] + "; print what changed.")
+        sub.add_argument("model", help="input .onnx model")
+        sub.add_argument("-o", "--output", required=True, help="where to write the result")
+        sub.set_defaults(fn=_convert)
     return parser
 
 

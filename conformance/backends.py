@@ -31,6 +31,14 @@ def decomposition(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
     return run_with_bfloat16(session, None, _feeds(model, inputs))[0]
 
 
+def lowered(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    """`lossops.converters.lower` (no lossops domain left) on a plain onnxruntime."""
+    from ..converters import lower
+
+    session = onnxruntime.InferenceSession(lower(model)[0].SerializeToString(), providers=["CPUExecutionProvider"])
+    return run_with_bfloat16(session, None, _feeds(model, inputs))[0]
+
+
 def reference(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
     """onnx.reference.ReferenceEvaluator with the lossops reference operators."""
     from onnx.reference import ReferenceEvaluator
@@ -49,7 +57,8 @@ def cann_unavailable() -> str | None:
     return "the Ascend (CANN) session path is not implemented yet (issue 5)"
 
 
-BACKENDS: dict[str, Runner] = {"kernels": kernels, "decomposition": decomposition, "reference": reference}
+BACKENDS: dict[str, Runner] = {"kernels": kernels, "decomposition": decomposition, "lowered": lowered,
+                               "reference": reference}
 
 
 def unavailable(name: str) -> str | None:

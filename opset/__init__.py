@@ -1,12 +1,13 @@
 """What the lossops operators are: schemas, decompositions and helpers to build models that use them."""
 
 from .model import check, make_model, validate, with_functions
-from .registry import OPS, expand, function, functions, get, make_node, opset_imports, register
+from .registry import OPS, expand, function, functions, get, make_node, node_attributes, opset_imports, register
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 __all__ = [
     "DOMAIN", "IR_VERSION", "ONNX_OPSET", "OPS", "VERSION", "check", "expand", "function", "functions", "get",
-    "make_model", "make_node", "opset_imports", "register", "script_opset", "validate", "with_functions",
+    "make_model", "make_node", "node_attributes", "opset_imports", "register", "script_opset", "validate",
+    "with_functions",
 ]
 
 

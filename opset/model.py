@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import onnx
+import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper
 
-from .registry import OPS, functions, get, opset_imports, register
+from .registry import MIN_FUNCTION_OPSET, OPS, functions, get, opset_imports, register
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 
@@ -27,14 +28,17 @@ def lossops_nodes(model: ModelProto) -> Iterator[tuple[GraphProto, NodeProto]]:
                 yield g, node
 
 
-def stamp(model: ModelProto) -> None:
-    """Make the model loadable by onnxruntime: IR version and the opset imports lossops needs."""
+def stamp(model: ModelProto, lossops: bool = True) -> None:
+    """Make the model loadable by onnxruntime: IR version, a default-domain opset and, with `lossops`,
+    the lossops opset import (without it, any lossops import is removed)."""
     model.ir_version = min(model.ir_version or IR_VERSION, IR_VERSION)
     have = {o.domain: o for o in model.opset_import}
     if "" not in have and "ai.onnx" not in have:
         model.opset_import.append(helper.make_opsetid("", ONNX_OPSET))
-    if DOMAIN not in have:
+    if lossops and DOMAIN not in have:
         model.opset_import.append(helper.make_opsetid(DOMAIN, VERSION))
+    if not lossops and DOMAIN in have:
+        model.opset_import.remove(have[DOMAIN])
 
 
 def fill_optional_inputs(model: ModelProto) -> None:
@@ -62,15 +66,27 @@ def fill_optional_inputs(model: ModelProto) -> None:
             i += 1
 
 
+def default_opset(model: ModelProto) -> int | None:
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
 def with_functions(model: ModelProto) -> ModelProto:
     """A copy of `model` that carries the lossops FunctionProtos (replacing any it had) and runs on a plain
-    onnxruntime: optional inputs filled, IR version stamped."""
+    onnxruntime: optional inputs filled, IR version stamped. The functions import the model's default-domain
+    opset; a model below opset 19 is first converted to ONNX_OPSET with onnx's version converter."""
+    register()
     out = ModelProto()
     out.CopyFrom(model)
+    stamp(out)
+    version = default_opset(out)
+    if version < MIN_FUNCTION_OPSET:
+        converted = onnx.version_converter.convert_version(out, ONNX_OPSET)
+        out.CopyFrom(converted)
+        version = ONNX_OPSET
     fill_optional_inputs(out)
     kept = [f for f in out.functions if f.domain != DOMAIN]
     del out.functions[:]
-    out.functions.extend(kept + functions())
+    out.functions.extend(kept + functions(version))
     stamp(out)
     return out
 

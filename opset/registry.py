@@ -35,7 +35,7 @@ def get(op_type: str) -> OpDef:
         raise ValueError(f"'{op_type}' is not a lossops operator; the operators are {sorted(OPS)}") from None
 
 
-def function(op: OpDef) -> FunctionProto:
+def function(op: OpDef, onnx_opset: int = ONNX_OPSET) -> FunctionProto:
     """The generic standard-op decomposition of `op`: any dtype of T, any attribute values.
 
     It dispatches with `If` on the attribute values and on the precision (float64 for double, float32 for
@@ -46,15 +46,22 @@ def function(op: OpDef) -> FunctionProto:
     out = b.by_precision(names[0], lambda s: op.decompose(s, *names))
     b.nodes.append(helper.make_node("Identity", [out], [op.output.name]))
     return helper.make_function(
-        DOMAIN, op.name, names, [op.output.name], b.nodes, [helper.make_opsetid("", ONNX_OPSET)],
+        DOMAIN, op.name, names, [op.output.name], b.nodes, [helper.make_opsetid("", onnx_opset)],
         attributes=[], attribute_protos=[helper.make_attribute(a.name, a.default) for a in op.attributes],
         doc_string=op.summary,
     )
 
 
-def functions() -> list[FunctionProto]:
-    """The FunctionProtos of every operator, to put in `ModelProto.functions`."""
-    return [function(op) for op in OPS.values()]
+# The bodies compare string attributes with Equal (opset 19+); their other ops mean the same from 19 to 21.
+MIN_FUNCTION_OPSET = 19
+
+
+def functions(onnx_opset: int = ONNX_OPSET) -> list[FunctionProto]:
+    """The FunctionProtos of every operator, to put in `ModelProto.functions` of a model whose default-domain
+    opset is `onnx_opset` (at least MIN_FUNCTION_OPSET; a function must import the model's version)."""
+    if onnx_opset < MIN_FUNCTION_OPSET:
+        raise ValueError(f"the lossops functions need default-domain opset >= {MIN_FUNCTION_OPSET}, not {onnx_opset}")
+    return [function(op, onnx_opset) for op in OPS.values()]
 
 
 def expand(node: NodeProto, elem_type: int, prefix: str) -> list[NodeProto]:

@@ -50,7 +50,7 @@ def test_drift_is_detected(tmp_path):
     assert runner.run(["kernels"], "test_bce_backward_plain_none_float32", tmp_path) == 1
 
 
-@pytest.mark.parametrize("backend", ["kernels", "decomposition", "reference"])
+@pytest.mark.parametrize("backend", ["kernels", "decomposition", "lowered", "reference"])
 def test_every_backend_passes_the_suite(backend, capsys):
     assert runner.run([backend], failures_only=True) == 0
     assert f"conformance: {len(golden.load_all())} passed, 0 failed" in capsys.readouterr().out

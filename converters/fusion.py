@@ -1,0 +1,144 @@
+"""Fusion: the standard-op subgraphs that PyTorch's ONNX exporters emit for binary_cross_entropy_with_logits
+become one lossops node, with onnxscript's pattern rewriter.
+
+Both exporters compute `log(sigmoid(x))`, which is -inf for logits below about -90 in float32 (PyTorch 2.13:
+loss inf at logit -200 where PyTorch gives 200); the fused node is finite and accurate there. Patterns
+(read from torch 2.13's exports):
+
+- dynamo exporter: `(1 - y) * x - log(sigmoid(x))`, with pos_weight `(1 - y) * x - ((p - 1) * y + 1) *
+  log(sigmoid(x))` (`p - 1` folded into one constant when p is); weight `* w`; `ReduceSum(keepdims=0)` for
+  sum, `Squeeze(ReduceMean(keepdims=1))` for mean.
+- TorchScript exporter: `-(y * log(s) [* p] + (1 - y) * log(1 - s))` with `s = sigmoid(x)`; weight `w *`;
+  `ReduceSum`/`ReduceMean(keepdims=0)`.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import onnx
+from onnx import ModelProto
+from onnxscript import ir
+from onnxscript.rewriter import pattern, rewrite
+
+from .. import opset
+
+BCEWL = "BinaryCrossEntropyWithLogits"
+
+
+def _dynamo_core(op, x, y, pw):
+    one_minus_y_x = op.Mul(op.Sub(1.0, y), x)
+    log_sigmoid = op.Log(op.Sigmoid(x))
+    if pw is None:
+        return op.Sub(one_minus_y_x, log_sigmoid)
+    return op.Sub(one_minus_y_x, op.Mul(op.Add(op.Mul(op.Sub(pw, 1.0), y), 1.0), log_sigmoid))
+
+
+def _dynamo_folded_core(op, x, y, pw_minus_one):
+    """The dynamo exporter's optimizer folds `pos_weight - 1` into a constant when pos_weight is one."""
+    return op.Sub(op.Mul(op.Sub(1.0, y), x),
+                  op.Mul(op.Add(op.Mul(pw_minus_one, y), 1.0), op.Log(op.Sigmoid(x))))
+
+
+def _torchscript_core(op, x, y, pw):
+    one = [1.0]  # the TorchScript exporter's constants have shape [1]
+    s = op.Sigmoid(x)
+    positive = op.Mul(y, op.Log(s))
+    if pw is not None:
+        positive = op.Mul(positive, pw)
+    return op.Neg(op.Add(positive, op.Mul(op.Sub(one, y), op.Log(op.Sub(one, s)))))
+
+
+_REDUCTIONS = {
+    "dynamo-folded": {"none": lambda op, v: v,
+                      "sum": lambda op, v: op.ReduceSum(v, keepdims=0, noop_with_empty_axes=0),
+                      "mean": lambda op, v: op.Squeeze(op.ReduceMean(v, keepdims=1, noop_with_empty_axes=0))},
+    "dynamo": {"none": lambda op, v: v, "sum": lambda op, v: op.ReduceSum(v, keepdims=0, noop_with_empty_axes=0),
+               "mean": lambda op, v: op.Squeeze(op.ReduceMean(v, keepdims=1, noop_with_empty_axes=0))},
+    "torchscript": {"none": lambda op, v: v, "sum": lambda op, v: op.ReduceSum(v, keepdims=0),
+                    "mean": lambda op, v: op.ReduceMean(v, keepdims=0)},
+}
+_CORES = {"dynamo": _dynamo_core, "dynamo-folded": _dynamo_folded_core, "torchscript": _torchscript_core}
+
+
+def _rule(exporter: str, weighted: bool, pos_weighted: bool, reduction: str) -> pattern.RewriteRule:
+    core, reduce = _CORES[exporter], _REDUCTIONS[exporter][reduction]
+
+    def target(op, x, y, w=None, pw=None):
+        loss = core(op, x, y, pw)
+        if w is not None:
+            loss = op.Mul(loss, w)
+        return reduce(op, loss)
+
+    def replacement(op, x, y, w=None, pw=None, **_):
+        if exporter == "dynamo-folded":  # the matched constant is pos_weight - 1
+            pw = op.Add(pw, op.CastLike(op.Constant(value_float=1.0), pw))
+        return op.BinaryCrossEntropyWithLogits(x, y, w, pw, reduction=reduction, _domain=opset.DOMAIN)
+
+    # the pattern's inputs are the function's parameters: give each variant exactly the ones it uses
+    params = ["x", "y"] + (["w"] if weighted else []) + (["pw"] if pos_weighted else [])
+    target_fn = _with_params(target, params)
+    replacement_fn = _with_params(replacement, params, keywords=True)
+    name = f"{exporter}-bce-with-logits{'-weight' if weighted else ''}{'-pos_weight' if pos_weighted else ''}" \
+           f"-{reduction}"
+    # A [1]-shaped constant makes a rank-0 input's TorchScript result rank 1: fuse those at rank >= 1 only.
+    min_rank = 1 if exporter == "torchscript" else 0
+    return pattern.RewriteRule(target_fn, replacement_fn,
+                               lambda context, x, y, **kw: _shapes_fit(context, x, y, min_rank=min_rank, **kw),
+                               name=name)
+
+
+def _with_params(fn, params: list[str], keywords: bool = False):
+    args, call = ", ".join(params), ", ".join(f"{p}={p}" for p in params)
+    source = f"def f(op, {args}{', **_' if keywords else ''}):\n    return fn(op, {call})"
+    scope = {"fn": fn}
+    exec(source, scope)
+    return scope["f"]
+
+
+def _shapes_fit(context, x: ir.Value, y: ir.Value, w: ir.Value | None = None, pw: ir.Value | None = None,
+                min_rank: int = 0, **_) -> bool:
+    """Fuse only where the lossops node means the same: target exactly input's shape, weights broadcast into
+    it without enlarging it, element types in T."""
+    if x.shape is None or y.shape is None or x.shape != y.shape or x.dtype != y.dtype or len(x.shape) < min_rank:
+        return False
+    if x.dtype not in (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE):
+        return False
+    for weight in (w, pw):
+        if weight is None:
+            continue
+        if weight.shape is None or len(weight.shape) > len(x.shape) or weight.dtype != x.dtype:
+            return False
+        for d, s in zip(reversed(list(weight.shape)), reversed(list(x.shape)), strict=False):
+            if not (d == 1 or d == s):
+                return False
+    return True
+
+
+# The rewriter tries every rule at each node, in graph order, as the pattern's last node; the loss core comes
+# before its weight Mul and its reduction, so the largest patterns must run first, in passes of their own.
+PASSES = [
+    pattern.RewriteRuleSet([_rule(e, w, p, r) for e, p in itertools.product(_CORES, (True, False))
+                            if p or e != "dynamo-folded"], commute=True)
+    for r, w in (("mean", True), ("sum", True), ("mean", False), ("sum", False), ("none", True), ("none", False))
+]
+
+
+def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
+    """(copy of `model` with every recognised BCE-with-logits subgraph replaced by a lossops node, report)."""
+    before = _count(model)
+    fused = model
+    for rules in PASSES:  # each pass re-infers: the conditions read the shapes of intermediate values
+        fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
+    report = [f"fused {n.op_type} '{n.name or n.output[0]}' (reduction {_reduction(n)})"
+              for n in fused.graph.node if n.domain == opset.DOMAIN and n.op_type == BCEWL]
+    report = report[before:] if before else report
+    return opset.with_functions(fused), report
+
+
+def _count(model: ModelProto) -> int:
+    return sum(n.domain == opset.DOMAIN for n in model.graph.node)
+
+
+def _reduction(node) -> str:
+    return next((a.s.decode() for a in node.attribute if a.name == "reduction"), "mean")

@@ -1,0 +1,166 @@
+"""PyTorch export, fusion of exporter patterns, lowering, and the aclnn argument mapping."""
+
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+
+import numpy as np
+import onnx
+import onnxruntime
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lossops import opset
+from lossops.converters import aclnn, fuse, lower
+from lossops.converters.torch import export
+from lossops.ort_ext import InferenceSession
+
+logging.getLogger("torch").setLevel(logging.ERROR)
+VARIANTS = [(r, w, p) for r in ("none", "mean", "sum") for w in (False, True) for p in (False, True)]
+
+
+class Loss(torch.nn.Module):
+    """Linear layer + binary_cross_entropy_with_logits with optional weight and pos_weight."""
+
+    def __init__(self, reduction: str, weight: bool, pos_weight: bool):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear = torch.nn.Linear(4, 3)
+        self.reduction = reduction
+        self.weight = torch.rand(3) if weight else None
+        self.pos_weight = torch.rand(3) + 0.5 if pos_weight else None
+
+    def forward(self, features, labels):
+        return F.binary_cross_entropy_with_logits(self.linear(features) * 100, labels, weight=self.weight,
+                                                  pos_weight=self.pos_weight, reduction=self.reduction)
+
+
+def _inputs(batch: int = 5):
+    g = torch.Generator().manual_seed(batch)
+    return torch.randn(batch, 4, generator=g), torch.rand(batch, 3, generator=g)
+
+
+def _run(model: onnx.ModelProto, args, plain: bool = False) -> np.ndarray:
+    feeds = {i.name: a.numpy() for i, a in zip(model.graph.input, args, strict=True)}
+    if plain:
+        return onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, feeds)[0]
+    return InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+
+
+def _close(got, expected):
+    np.testing.assert_allclose(got, expected, rtol=2e-6, atol=2e-6 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize(("reduction", "weight", "pos_weight"), VARIANTS)
+def test_export_with_dynamic_batch(reduction, weight, pos_weight):
+    module = Loss(reduction, weight, pos_weight)
+    batch = torch.export.Dim("batch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = export(module, _inputs(), dynamic_shapes={"features": {0: batch}, "labels": {0: batch}})
+    assert [n.op_type for n in model.graph.node if n.domain == opset.DOMAIN] == ["BinaryCrossEntropyWithLogits"]
+    assert "Sigmoid" not in {n.op_type for n in model.graph.node}
+    assert model.ir_version == opset.IR_VERSION
+    assert model.graph.input[0].type.tensor_type.shape.dim[0].dim_param  # the batch stayed symbolic
+    opset.check(model)
+    for batch_size in (5, 11):  # another batch than the example: the dim is dynamic
+        args = _inputs(batch_size)
+        expected = module(*args).detach().double().numpy()
+        _close(_run(model, args), expected)
+        _close(_run(model, args, plain=True), expected)
+
+
+def test_export_bce_backward():
+    class Backward(torch.nn.Module):
+        def forward(self, grad, probs, labels):
+            return torch.ops.aten.binary_cross_entropy_backward(grad, probs, labels, None, 1)
+
+    args = (torch.tensor(2.0), torch.rand(4, 3) * 0.9 + 0.05, torch.rand(4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = export(Backward(), args)
+    assert [n.op_type for n in model.graph.node if n.domain == opset.DOMAIN] == ["BinaryCrossEntropyBackward"]
+    _close(_run(model, args), Backward()(*args).double().numpy())
+
+
+def _exported(module, args, exporter: str) -> onnx.ModelProto:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if exporter == "dynamo":
+            return torch.onnx.export(module, args, dynamo=True, verbose=False).model_proto
+        buffer = io.BytesIO()
+        torch.onnx.export(module, args, buffer, dynamo=False, opset_version=17)
+        return onnx.load_from_string(buffer.getvalue())
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+@pytest.mark.parametrize(("reduction", "weight", "pos_weight"), VARIANTS)
+def test_fuse_exporter_patterns(exporter, reduction, weight, pos_weight):
+    """Logits of +-200 (times the Linear's output scale): the exported model returns inf, the fused one
+    PyTorch's value."""
+    module = Loss(reduction, weight, pos_weight)
+    args = _inputs()
+    exported = _exported(module, args, exporter)
+    expected = module(*args).detach().double().numpy()
+    assert not np.isfinite(_run(exported, args, plain=True)).all()  # the defect fusion repairs
+    fused, report = fuse(exported)
+    assert len(report) == 1 and f"(reduction {reduction})" in report[0]
+    lossops_nodes = [n for n in fused.graph.node if n.domain == opset.DOMAIN]
+    assert len(lossops_nodes) == 1
+    assert not {"Sigmoid", "Log"} & {n.op_type for n in fused.graph.node}
+    _close(_run(fused, args), expected)
+    _close(_run(fused, args, plain=True), expected)
+
+
+def test_fuse_leaves_other_graphs_alone():
+    node = onnx.helper.make_node("Sigmoid", ["x"], ["y"])
+    graph = onnx.helper.make_graph([node], "g", [onnx.helper.make_tensor_value_info("x", 1, [3])],
+                                   [onnx.helper.make_tensor_value_info("y", 1, [3])])
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 21)], ir_version=10)
+    fused, report = fuse(model)
+    assert report == [] and [n.op_type for n in fused.graph.node] == ["Sigmoid"]
+
+
+def test_lower_round_trip():
+    from lossops.demo import demo_inputs, demo_model
+
+    model = demo_model(onnx.TensorProto.FLOAT)
+    lowered, report = lower(model)
+    assert len(report) == 3
+    assert opset.DOMAIN not in {n.domain for n in lowered.graph.node}
+    assert opset.DOMAIN not in {o.domain for o in lowered.opset_import} and not lowered.functions
+    onnx.checker.check_model(lowered, full_check=True)
+    feeds = {k: v.astype(np.float32) for k, v in demo_inputs(2000).items()}
+    plain = onnxruntime.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"])
+    kernels = InferenceSession(model.SerializeToString())
+    for a, b in zip(plain.run(None, feeds), kernels.run(None, feeds), strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("node", [
+    opset.make_node("BinaryCrossEntropyWithLogits", ["x", "y", "", "pw"], ["out"], reduction="sum"),
+    opset.make_node("BinaryCrossEntropyBackward", ["g", "x", "y", "w"], ["out"], reduction="none"),
+    opset.make_node("KlDivBackward", ["g", "x", "t"], ["out"], reduction="batchmean", log_target=1),
+])
+def test_aclnn_round_trip(node):
+    call = aclnn.to_call(node)
+    assert aclnn.to_node(call) == node
+
+
+def test_aclnn_arguments():
+    call = aclnn.AclnnCall("aclnnBinaryCrossEntropyWithLogits", {"self": "x", "target": "y", "weightOptional": None,
+                                                                 "posWeightOptional": "pw"}, reduction=1)
+    node = aclnn.to_node(call)
+    assert list(node.input) == ["x", "y", "", "pw"] and aclnn.reduced_output_shape(node) == [1]
+    kl = aclnn.to_node(aclnn.AclnnCall("aclnnKlDivBackward", {"gradOutput": "g", "self": "x", "target": "t"},
+                                       reduction=3, log_target=True))
+    assert opset.node_attributes(kl) == {"reduction": "batchmean", "log_target": 1}
+    with pytest.raises(ValueError, match="BinaryCrossEntropyBackward: aclnn reduction code 3 has no meaning"):
+        aclnn.to_node(aclnn.AclnnCall("aclnnBinaryCrossEntropyBackward", {"gradOutput": "g", "self": "x",
+                                                                          "target": "y"}, reduction=3))
+    with pytest.raises(ValueError, match="unknown aclnn API"):
+        aclnn.to_node(aclnn.AclnnCall("aclnnSoftmax", {}))
