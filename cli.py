@@ -58,6 +58,18 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_demo(args: argparse.Namespace) -> int:
+    import logging
+    import warnings
+
+    from .converters.train_demo import main as train_main
+
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return train_main(args.steps, args.mode)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
                                      "run in ONNX Runtime.")
@@ -109,6 +121,14 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("model", help="input .onnx model")
         sub.add_argument("-o", "--output", required=True, help="where to write the result")
         sub.set_defaults(fn=_convert)
+
+    train = verbs.add_parser("train-demo", help="train three small models in PyTorch and in onnxruntime side by side",
+                             description="Export SGD training steps (forward, lossops backward, update) of three small "
+                             "models and run them in onnxruntime next to PyTorch; print both loss curves. Needs torch.")
+    train.add_argument("--steps", type=int, default=20)
+    train.add_argument("--mode", choices=["decomposition", "kernels"], default="decomposition",
+                       help="run the lossops nodes as standard ops (plain onnxruntime) or on the kernels")
+    train.set_defaults(fn=_train_demo)
     return parser
 
 

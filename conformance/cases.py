@@ -17,6 +17,7 @@ from onnx import ModelProto, TensorProto, helper
 from .. import opset
 
 BCEWL, BCEB, KLB = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward"
+BCE, KL, BCEWLB = "BinaryCrossEntropy", "KlDiv", "BinaryCrossEntropyWithLogitsBackward"
 
 
 @dataclass
@@ -162,9 +163,52 @@ def rank_specs() -> list[Spec]:
     return specs
 
 
+def forward_companion_specs() -> list[Spec]:
+    """The forwards of the backward operators, and the backward of the logits loss (issue 7)."""
+    r = _rng(7)
+    specs = []
+    p, y = r.uniform(0.02, 0.98, size=(4, 5)), r.uniform(size=(4, 5))
+    logits = r.normal(scale=3, size=(4, 5))
+    lx, t = np.log(r.dirichlet(np.ones(5), size=4)), r.dirichlet(np.ones(5), size=4)
+    for red in ("none", "mean", "sum"):
+        s = p.size if red != "none" else 0
+        g = _grad(red, (4, 5), r)
+        specs += [
+            Spec(f"bce-plain-{red}", BCE, [p, y, None], {"reduction": red}, s),
+            Spec(f"bce-weight-class-{red}", BCE, [p, y, r.uniform(size=5)], {"reduction": red}, s),
+            Spec(f"bce-rank0-{red}", BCE, [np.array(0.3), np.array(1.0), None], {"reduction": red}),
+            Spec(f"bce-empty-{red}", BCE, [np.zeros((0, 2)), np.zeros((0, 2)), None], {"reduction": red}),
+            Spec(f"bce-edges-{red}", BCE, [np.array([0.0, 1.0, 1e-7, 1 - 1e-7, 0.5]),
+                                           np.array([1.0, 0.0, 0.0, 1.0, 0.5]), None], {"reduction": red}, 5),
+            Spec(f"bcewlb-plain-{red}", BCEWLB, [g, logits, y, None, None], {"reduction": red}),
+            Spec(f"bcewlb-weights-{red}", BCEWLB, [g, logits, y, r.uniform(size=(4, 1)), r.uniform(0.5, 3, size=5)],
+                 {"reduction": red}),
+            Spec(f"bcewlb-rank0-{red}", BCEWLB, [np.array(0.5), np.array(-1.5), np.array(1.0), None, None],
+                 {"reduction": red}),
+            Spec(f"bcewlb-extreme-{red}", BCEWLB, [_grad(red, (6,), r), np.array([-1e4, -200, -20, 20, 200, 1e4]),
+                                                   np.array([0.0, 1, 0.5, 0.5, 0, 1]), None, None],
+                 {"reduction": red}),
+        ]
+    for red in ("none", "mean", "sum", "batchmean"):
+        for lt in (0, 1):
+            a = {"reduction": red, "log_target": lt}
+            tt = np.log(t) if lt else t
+            s = lx.size if red != "none" else 0
+            specs += [
+                Spec(f"kl-plain-{red}-lt{lt}", KL, [lx, tt], a, s),
+                Spec(f"kl-target-batch1-{red}-lt{lt}", KL, [lx, tt[:1]], a, s),
+                Spec(f"kl-rank0-{red}-lt{lt}", KL, [np.array(-1.2), np.array(0.3)], a),
+                Spec(f"kl-empty-{red}-lt{lt}", KL, [np.zeros((0, 5)), np.zeros((0, 5))], a),
+            ]
+        specs.append(Spec(f"kl-target-zero-{red}", KL, [lx[:2, :3], np.array([[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])],
+                          {"reduction": red, "log_target": 0}, 6 if red != "none" else 0))
+    return specs
+
+
 def node_specs() -> list[Spec]:
     """Every spec of the conformance suite (small tensors: the goldens ship with the package)."""
-    return bce_with_logits_specs() + bce_backward_specs() + kl_div_backward_specs() + rank_specs()
+    return (bce_with_logits_specs() + bce_backward_specs() + kl_div_backward_specs() + rank_specs()
+            + forward_companion_specs())
 
 
 # ---- cases: specs made into models, one per dtype, plus graph cases -------------------------------------
@@ -189,6 +233,7 @@ class Case:
     reference: Callable[[list[np.ndarray]], np.ndarray]  # float64 inputs -> float64 expected output (torch)
     summed: int = 0
     oracle_error: Callable[[list[np.ndarray]], float] = lambda inputs: 0.0
+    magnitude: Callable[[list[np.ndarray]], np.ndarray | float] = lambda inputs: 0.0
 
 
 def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict,
@@ -214,11 +259,12 @@ def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict
 
 
 def _snake(op: str) -> str:
-    return {BCEWL: "bce_with_logits", BCEB: "bce_backward", KLB: "kl_div_backward"}[op]
+    return {BCEWL: "bce_with_logits", BCEB: "bce_backward", KLB: "kl_div_backward", BCE: "bce", KL: "kl_div",
+            BCEWLB: "bce_with_logits_backward"}[op]
 
 
 def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
-    from .tolerance import oracle_error
+    from .tolerance import oracle_error, term_magnitude
 
     rounded = [None if a is None else np.asarray(a).astype(np_dtype(dtype)) for a in spec.inputs]
     model, feeds = node_model(spec.op, rounded, dtype, spec.attrs, symbolic)
@@ -237,7 +283,8 @@ def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
     suffix = "_symbolic" if symbolic else ""
     name = f"test_{_snake(spec.op)}_{spec.id.split('-', 1)[1].replace('-', '_')}_{dtype}{suffix}"
     return Case(name, model, list(feeds.values()), dtype, reference, spec.summed,
-                lambda inputs: oracle_error(spec.op, full(inputs), attrs))
+                lambda inputs: oracle_error(spec.op, full(inputs), attrs),
+                lambda inputs: term_magnitude(spec.op, full(inputs), attrs))
 
 
 def _graph(name: str, nodes, inputs: dict[str, tuple[int, list]], output: tuple[int, list]) -> ModelProto:

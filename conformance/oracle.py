@@ -38,8 +38,31 @@ def kl_div_backward(grad_output, input, target, *, reduction, log_target):
     return grad.numpy()
 
 
+def binary_cross_entropy(input, target, weight=None, *, reduction):
+    x, y, w = map(_t, (input, target, weight))
+    return F.binary_cross_entropy(x, y, weight=None if w is None else w.expand(x.shape), reduction=reduction).numpy()
+
+
+def kl_div(input, target, *, reduction, log_target):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return F.kl_div(_t(input), _t(target), reduction=reduction, log_target=bool(log_target)).numpy()
+
+
+def binary_cross_entropy_with_logits_backward(grad_output, input, target, weight=None, pos_weight=None, *,
+                                              reduction):
+    x = _t(input).requires_grad_(True)
+    y, w, p, g = map(_t, (target, weight, pos_weight, grad_output))
+    loss = F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p, reduction=reduction)
+    (grad,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
+    return grad.numpy()
+
+
 ORACLES = {
     "BinaryCrossEntropyWithLogits": binary_cross_entropy_with_logits,
     "BinaryCrossEntropyBackward": binary_cross_entropy_backward,
     "KlDivBackward": kl_div_backward,
+    "BinaryCrossEntropy": binary_cross_entropy,
+    "KlDiv": kl_div,
+    "BinaryCrossEntropyWithLogitsBackward": binary_cross_entropy_with_logits_backward,
 }

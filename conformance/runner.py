@@ -32,7 +32,7 @@ def check(golden: Golden, backend: str) -> Result:
         got = BACKENDS[backend](golden.model, golden.inputs)
     except Exception as e:
         return Result(golden.name, backend, np.inf, tolerance, False, f"{type(e).__name__}: {e}"[:300])
-    ok, ulps, message = compare(got, golden.expected, golden.dtype, golden.summed, golden.oracle_error,
+    ok, ulps, message = compare(got, golden.expected, golden.dtype, golden.summed, golden.slack,
                                 golden.output_dtype)
     return Result(golden.name, backend, ulps, tolerance, ok, message)
 

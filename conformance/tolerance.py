@@ -30,13 +30,13 @@ DTYPES = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "bfl
 RTOL = {"float64": 2.0**-48, "float32": 2.0**-20, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 
-def bounds(dtype_name: str, summed: int, expected: np.ndarray, oracle_error: float) -> tuple[float, float]:
+def bounds(dtype_name: str, summed: int, expected: np.ndarray) -> tuple[float, float]:
     """(rtol, atol) in numpy.testing.assert_allclose terms, for runners that take those (onnx's Runner)."""
     rtol = RTOL[dtype_name]
     if summed > 1:
         rtol += 2 * np.log2(summed) * (2.0**-53 if dtype_name == "float64" else 2.0**-24)
     finite = np.abs(expected[np.isfinite(expected)].astype(np.float64))
-    atol = smallest_subnormal(DTYPES[dtype_name]) + oracle_error
+    atol = smallest_subnormal(DTYPES[dtype_name])
     if summed > 1 and finite.size:
         atol += rtol * float(finite.max())
     return float(rtol), float(atol)
@@ -54,10 +54,13 @@ def ulp(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 
 def compare(got: np.ndarray, ref: np.ndarray, dtype_name: str, summed: int = 0,
-            oracle_error: np.ndarray | float = 0.0, output_dtype: np.dtype | None = None) -> tuple[bool, float, str]:
+            oracle_error: np.ndarray | float = 0.0, output_dtype: np.dtype | None = None,
+            magnitude: np.ndarray | float = 0.0) -> tuple[bool, float, str]:
     """(ok, error in ulps of T, message). `ref` is the oracle's value (float64, or already rounded to T);
     `oracle_error` widens the bound by the oracle's own error; `output_dtype` is the graph output's type
-    when it differs from the precision `dtype_name` the lossops nodes computed at (graphs with Casts)."""
+    when it differs from the precision `dtype_name` the lossops nodes computed at (graphs with Casts);
+    `magnitude` is the size of the terms that cancel in the formula (`term_magnitude`), to which the
+    relative bound applies where it exceeds the result."""
     dtype = DTYPES[dtype_name]
     got = np.asarray(got)
     if got.dtype != (output_dtype or dtype):
@@ -71,18 +74,20 @@ def compare(got: np.ndarray, ref: np.ndarray, dtype_name: str, summed: int = 0,
     if not np.array_equal(g[special], rounded[special], equal_nan=True) or not np.all(np.isfinite(g[~special])):
         return False, np.inf, f"non-finite mismatch: got {g[special | ~np.isfinite(g)]}, expected {rounded[special]}"
     oracle_error = np.broadcast_to(oracle_error, ref.shape)[~special]
+    magnitude = np.broadcast_to(magnitude, ref.shape)[~special]
     g, r = g[~special], ref[~special].astype(np.float64)
     if g.size == 0:
         return True, 0.0, ""
     rtol = RTOL[dtype_name]
-    scale = np.abs(r)
+    scale = np.maximum(np.abs(r), magnitude)
     if summed > 1:
         unit_roundoff = 2.0**-53 if dtype == np.float64 else 2.0**-24
         rtol += 2 * np.log2(summed) * unit_roundoff
         scale = np.maximum(scale, np.abs(r).max())
     bound = rtol * scale + smallest_subnormal(dtype) + oracle_error
     err = np.abs(g - r)
-    ulps = float((np.maximum(err - oracle_error, 0) / ulp(r, dtype)).max())
+    # in ulps of the quantity the bound is relative to (the result, or the terms where they cancel)
+    ulps = float((np.maximum(err - oracle_error, 0) / ulp(scale, dtype)).max())
     worst = int(np.argmax(err - bound))
     ok = bool(np.all(err <= bound))
     if ok:
@@ -108,3 +113,39 @@ def oracle_error(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
     if attrs["reduction"] == "none":
         return bound
     return float(bound.sum() / (max(bound.size, 1) if attrs["reduction"] == "mean" else 1))
+
+
+def term_magnitude(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
+    """The size of the terms whose difference the output is, where the formula cancels (float64).
+
+    KlDiv is `xlogy(t, t) - t * x` and BinaryCrossEntropyWithLogitsBackward `c * sigmoid(x) - p * y`: a
+    result much smaller than its terms carries the compute type's rounding of the terms, for every backend
+    and for PyTorch alike, so the relative bound applies to the terms' size there."""
+    if op == "KlDiv":
+        x, t = (np.asarray(a, np.float64) for a in inputs)
+        with np.errstate(all="ignore"):
+            if attrs["log_target"]:
+                terms = np.exp(t) * (np.abs(t) + np.abs(x))
+            else:
+                terms = np.abs(np.where(t == 0, 0.0, t * np.log(np.abs(t) + (t == 0)))) + np.abs(t * x)
+        return _reduced(terms, attrs["reduction"], np.asarray(inputs[0]).shape)
+    if op == "BinaryCrossEntropyWithLogitsBackward":
+        g, x, y, w, p = (None if a is None else np.asarray(a, np.float64) for a in inputs)
+        p = 1.0 if p is None else p
+        w = 1.0 if w is None else np.abs(w)
+        terms = (np.abs(p * y + 1 - y) + np.abs(p * y)) * np.abs(g) * w
+        if attrs["reduction"] == "mean":
+            terms = terms / max(np.asarray(x).size, 1)
+        return np.broadcast_to(terms, np.asarray(x).shape)
+    return 0.0
+
+
+def _reduced(terms: np.ndarray, reduction: str, input_shape: tuple[int, ...]) -> np.ndarray | float:
+    if reduction == "none":
+        return terms
+    total = float(terms.sum())
+    if reduction == "mean":
+        return total / terms.size if terms.size else 0.0
+    if reduction == "batchmean" and input_shape:
+        return total / input_shape[0] if input_shape[0] else 0.0
+    return total

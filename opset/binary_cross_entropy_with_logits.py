@@ -29,15 +29,18 @@ def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
     return x if attrs["reduction"] == "none" else ()
 
 
-def log1p_exp_neg_abs(b: Builder, x: str) -> str:
-    """log1p(exp(-|x|)) with standard ops: ONNX has no Log1p, so use log1p(u) = log(v) * u / (v - 1), v = 1 + u
-    (exact to a few ulps; for v == 1, log1p(u) = u)."""
-    u = b.op("Exp", b.op("Neg", b.op("Abs", x)))
+def log1p(b: Builder, u: str) -> str:
+    """log1p(u) with standard ops: ONNX has no Log1p, so log(v) * u / (v - 1) with v = 1 + u, and u where
+    v rounds to 1 (exact to a few ulps)."""
     one = b.const(1.0)
     v = b.op("Add", one, u)
-    v_minus_one = b.op("Sub", v, one)
-    ratio = b.op("Div", b.op("Mul", b.op("Log", v), u), v_minus_one)
+    ratio = b.op("Div", b.op("Mul", b.op("Log", v), u), b.op("Sub", v, one))
     return b.op("Where", b.op("Equal", v, one), u, ratio)
+
+
+def log1p_exp_neg_abs(b: Builder, x: str) -> str:
+    """log1p(exp(-|x|)): the part of softplus that never overflows."""
+    return log1p(b, b.op("Exp", b.op("Neg", b.op("Abs", x))))
 
 
 def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str) -> str:

@@ -6,7 +6,14 @@ import threading
 
 from onnx import AttributeProto, FunctionProto, NodeProto, TensorProto, defs, helper
 
-from . import binary_cross_entropy_backward, binary_cross_entropy_with_logits, kl_div_backward
+from . import (
+    binary_cross_entropy,
+    binary_cross_entropy_backward,
+    binary_cross_entropy_with_logits,
+    binary_cross_entropy_with_logits_backward,
+    kl_div,
+    kl_div_backward,
+)
 from .builder import Builder, compute_type
 from .schema import make_schema
 from .spec import OpDef
@@ -14,7 +21,8 @@ from .versions import DOMAIN, ONNX_OPSET, VERSION
 
 OPS: dict[str, OpDef] = {
     m.DEFINITION.name: m.DEFINITION
-    for m in (binary_cross_entropy_with_logits, binary_cross_entropy_backward, kl_div_backward)
+    for m in (binary_cross_entropy_with_logits, binary_cross_entropy_backward, kl_div_backward,
+              binary_cross_entropy, kl_div, binary_cross_entropy_with_logits_backward)
 }
 
 _lock = threading.Lock()

@@ -3,5 +3,6 @@ the standard-op decomposition on any onnxruntime."""
 
 from .host import add_kernels, kernels_available
 from .session import InferenceSession, prepare
+from .training import TrainingSession
 
-__all__ = ["InferenceSession", "add_kernels", "kernels_available", "prepare"]
+__all__ = ["InferenceSession", "TrainingSession", "add_kernels", "kernels_available", "prepare"]

@@ -16,7 +16,7 @@ def lossops(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_every_verb_has_help():
-    for verb in ("demo", "check", "bench", "conformance", "fuse", "lower"):
+    for verb in ("demo", "check", "bench", "conformance", "fuse", "lower", "train-demo"):
         done = lossops(verb, "--help")
         assert done.returncode == 0 and "usage: lossops" in done.stdout
 

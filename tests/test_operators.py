@@ -20,7 +20,8 @@ CASES = [spec_case(s, d) for s in SPECS for d in DTYPES]
 
 def _check(case, got) -> tuple[bool, float, str]:
     inputs64 = [a.astype(np.float64) for a in case.inputs]
-    return compare(got, case.reference(inputs64), case.dtype, case.summed, case.oracle_error(inputs64))
+    return compare(got, case.reference(inputs64), case.dtype, case.summed, case.oracle_error(inputs64),
+                   magnitude=case.magnitude(inputs64))
 
 
 @pytest.mark.parametrize("backend", ["kernels", "decomposition"])

@@ -1,0 +1,1 @@
+BoutputJÐUœ¾D@

@@ -1,0 +1,2 @@
+BweightJ
+Ì>P>P=Z>j?

@@ -1,0 +1,1 @@
+BinputJÆHÃ Á AHCF

@@ -1,0 +1,126 @@
+"""PyTorch custom operators for the two losses whose backward has no aten operator (BCE with logits, KL
+divergence), so that a joint forward/backward graph keeps them as single ops; and a TorchFunctionMode that
+routes torch.nn.functional's calls to them while a training step is traced. Needs torch."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from .aclnn import REDUCTION_CODES
+
+
+@torch.library.custom_op("lossops::binary_cross_entropy_with_logits", mutates_args=())
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None,
+                                     pos_weight: Tensor | None, reduction: int) -> Tensor:
+    return torch.ops.aten.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+@binary_cross_entropy_with_logits.register_fake
+def _(input, target, weight, pos_weight, reduction):
+    return input.new_empty(input.shape if reduction == 0 else ())
+
+
+@torch.library.custom_op("lossops::binary_cross_entropy_with_logits_backward", mutates_args=())
+def binary_cross_entropy_with_logits_backward(grad_output: Tensor, input: Tensor, target: Tensor,
+                                              weight: Tensor | None, pos_weight: Tensor | None,
+                                              reduction: int) -> Tensor:
+    p = torch.ones_like(target) if pos_weight is None else pos_weight
+    grad = ((p * target + 1 - target) * torch.sigmoid(input) - p * target) * grad_output
+    if weight is not None:
+        grad = grad * weight
+    return grad / input.numel() if reduction == 1 else grad.expand(input.shape).clone()
+
+
+@binary_cross_entropy_with_logits_backward.register_fake
+def _(grad_output, input, target, weight, pos_weight, reduction):
+    return torch.empty_like(input)
+
+
+def _bce_with_logits_setup(ctx, inputs, output):
+    ctx.save_for_backward(*[t for t in inputs[:4] if t is not None])
+    ctx.present = [t is not None for t in inputs[:4]]
+    ctx.reduction = inputs[4]
+
+
+def _bce_with_logits_backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    input, target, weight, pos_weight = (next(saved) if p else None for p in ctx.present)
+    return (torch.ops.lossops.binary_cross_entropy_with_logits_backward(grad, input, target, weight, pos_weight,
+                                                                        ctx.reduction), None, None, None, None)
+
+
+binary_cross_entropy_with_logits.register_autograd(_bce_with_logits_backward, setup_context=_bce_with_logits_setup)
+
+
+@torch.library.custom_op("lossops::kl_div", mutates_args=())
+def kl_div(input: Tensor, target: Tensor, reduction: int, log_target: bool) -> Tensor:
+    return F.kl_div(input, target, reduction=REDUCTION_CODES[reduction], log_target=log_target)
+
+
+@kl_div.register_fake
+def _(input, target, reduction, log_target):
+    return input.new_empty(torch.broadcast_shapes(input.shape, target.shape) if reduction == 0 else ())
+
+
+@torch.library.custom_op("lossops::kl_div_backward", mutates_args=())
+def kl_div_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int,
+                    log_target: bool) -> Tensor:
+    d = -(torch.exp(target) if log_target else target) * grad_output
+    full = torch.broadcast_shapes(input.shape, target.shape)
+    d = d.expand(full)
+    if reduction == 1:
+        d = d / d.numel()
+    elif reduction == 3 and input.dim():
+        d = d / input.shape[0]
+    lead = d.dim() - input.dim()
+    axes = list(range(lead)) + [lead + i for i, n in enumerate(input.shape) if n == 1 and d.shape[lead + i] != 1]
+    return (d.sum(axes, keepdim=True) if axes else d).reshape(input.shape).clone()
+
+
+@kl_div_backward.register_fake
+def _(grad_output, input, target, reduction, log_target):
+    return torch.empty_like(input)
+
+
+def _kl_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.reduction, ctx.log_target = inputs[2], inputs[3]
+
+
+def _kl_backward(ctx, grad):
+    input, target = ctx.saved_tensors
+    return (torch.ops.lossops.kl_div_backward(grad, input, target, ctx.reduction, ctx.log_target), None, None, None)
+
+
+kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
+
+_CODES = {name: code for code, name in REDUCTION_CODES.items()}
+
+
+class LossopsLosses(torch.overrides.TorchFunctionMode):
+    """While active, F.binary_cross_entropy_with_logits and F.kl_div run as the lossops custom ops."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func is F.binary_cross_entropy_with_logits:
+            bound = _bind(func, args, kwargs)
+            if bound.get("size_average") is not None or bound.get("reduce") is not None:
+                return func(*args, **kwargs)
+            return torch.ops.lossops.binary_cross_entropy_with_logits(
+                bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"),
+                _CODES[bound.get("reduction", "mean")])
+        if func is F.kl_div:
+            bound = _bind(func, args, kwargs)
+            if bound.get("size_average") is not None or bound.get("reduce") is not None:
+                return func(*args, **kwargs)
+            return torch.ops.lossops.kl_div(bound["input"], bound["target"], _CODES[bound.get("reduction", "mean")],
+                                            bool(bound.get("log_target", False)))
+        return func(*args, **kwargs)
+
+
+def _bind(func, args, kwargs) -> dict:
+    import inspect
+
+    return dict(inspect.signature(func).bind(*args, **kwargs).arguments)

@@ -1,0 +1,59 @@
+"""BinaryCrossEntropy: the forward of BinaryCrossEntropyBackward (PyTorch's binary_cross_entropy)."""
+
+from __future__ import annotations
+
+from . import shapes
+from .binary_cross_entropy_with_logits import log1p
+from .builder import Builder
+from .spec import Input, OpDef, reduction
+
+LOG_CLAMP = -100.0  # PyTorch clamps both logs at -100, so probabilities of exactly 0 or 1 give finite losses
+
+DOC = f"""\
+Binary cross entropy between probabilities `input` and `target`:
+
+    loss = -weight * (target * max(log(input), {LOG_CLAMP:g}) + (1 - target) * max(log1p(-input), {LOG_CLAMP:g}))
+
+with PyTorch's clamp of the logs at {LOG_CLAMP:g}; `mean` divides the sum by the number of elements (NaN for an
+empty `input`), `sum` of an empty `input` is 0. Values of `input` outside [0, 1] are not checked. Its
+gradient with respect to `input` is BinaryCrossEntropyBackward. float16 and bfloat16 compute in float32.
+"""
+
+
+def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
+    x = s["input"]
+    shapes.check_equal(s["target"], x, "input 'target'")
+    if "weight" in s:
+        shapes.check_fits(s["weight"], x, "input 'weight'")
+    return x if attrs["reduction"] == "none" else ()
+
+
+def decompose(b: Builder, input: str, target: str, weight: str) -> str:
+    x, y, w = (b.to_compute(n) for n in (input, target, weight))
+    clamp = b.const(LOG_CLAMP)
+    log_x = b.op("Max", b.op("Log", x), clamp)
+    log_one_minus_x = b.op("Max", log1p(b, b.op("Neg", x)), clamp)
+    positive = b.op("Mul", y, log_x)
+    negative = b.op("Mul", b.op("Sub", b.const(1.0), y), log_one_minus_x)
+    loss = b.op("Mul", b.op("Neg", b.op("Add", positive, negative)), w)
+    return b.choose("reduction", {
+        "none": lambda s: loss,
+        "mean": lambda s: s.op("Div", s.op("ReduceSum", loss, keepdims=0), s.numel(x)),
+        "sum": lambda s: s.op("ReduceSum", loss, keepdims=0),
+    })
+
+
+DEFINITION = OpDef(
+    name="BinaryCrossEntropy",
+    summary="Binary cross entropy on probabilities (the forward of BinaryCrossEntropyBackward).",
+    doc=DOC,
+    inputs=(
+        Input("input", "Probabilities, any rank."),
+        Input("target", "Targets; exactly the shape of `input`."),
+        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
+    ),
+    output=Input("output", "`input`'s shape for `none`; a scalar (rank 0) for `mean` and `sum`."),
+    attributes=(reduction(),),
+    infer=infer,
+    decompose=decompose,
+)

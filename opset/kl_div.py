@@ -1,0 +1,62 @@
+"""KlDiv: the forward of KlDivBackward (PyTorch's kl_div)."""
+
+from __future__ import annotations
+
+from . import shapes
+from .builder import Builder
+from .kl_div_backward import DEFINITION as BACKWARD
+from .spec import Input, OpDef
+
+DOC = """\
+Kullback-Leibler divergence loss between log-probabilities `input` and `target`:
+
+    loss = target * (log(target) - input)      (log_target = 0; 0 where target is 0, NaN where it is negative)
+    loss = exp(target) * (target - input)      (log_target = 1)
+
+over the broadcast shape of `input` and `target`; `mean` divides the sum by its number of elements,
+`batchmean` by `input.shape[0]` (not at all for a scalar `input`), as PyTorch. Its gradient with respect to
+`input` is KlDivBackward. float16 and bfloat16 compute in float32.
+"""
+
+
+def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
+    full = shapes.broadcast(s["input"], s["target"], "inputs 'input' and 'target'")
+    return full if attrs["reduction"] == "none" else ()
+
+
+def decompose(b: Builder, input: str, target: str) -> str:
+    x, t = b.to_compute(input), b.to_compute(target)
+
+    def probabilities(s: Builder) -> str:
+        # xlogy(t, t): t * log(t), 0 where t == 0 (log(0) * 0 would be NaN)
+        t_log_t = s.op("Where", s.op("Equal", t, s.const(0.0)), s.const(0.0), s.op("Mul", t, s.op("Log", t)))
+        return s.op("Sub", t_log_t, s.op("Mul", t, x))
+
+    loss = b.choose("log_target", {0: probabilities, 1: lambda s: s.op("Mul", s.op("Exp", t), s.op("Sub", t, x))})
+
+    def total(s: Builder) -> str:
+        return s.op("ReduceSum", loss, keepdims=0)
+
+    return b.choose("reduction", {
+        "none": lambda s: loss,
+        "sum": total,
+        "mean": lambda s: s.op("Div", total(s), s.numel(loss)),
+        # input.shape[0], or 1 for a scalar input: the first entry of Shape(input) ++ [1]
+        "batchmean": lambda s: s.op("Div", total(s), s.op("Cast", s.op("Gather", s.op(
+            "Concat", s.op("Shape", input), s.int_const([1]), axis=0), s.int_scalar(0)), to=s.compute)),
+    })
+
+
+DEFINITION = OpDef(
+    name="KlDiv",
+    summary="Kullback-Leibler divergence loss (the forward of KlDivBackward).",
+    doc=DOC,
+    inputs=(
+        Input("input", "Log-probabilities, any rank."),
+        Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`."),
+    ),
+    output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
+    attributes=BACKWARD.attributes,
+    infer=infer,
+    decompose=decompose,
+)
