@@ -36,11 +36,7 @@ def decompose(b: Builder, input: str, target: str, weight: str) -> str:
     positive = b.op("Mul", y, log_x)
     negative = b.op("Mul", b.op("Sub", b.const(1.0), y), log_one_minus_x)
     loss = b.op("Mul", b.op("Neg", b.op("Add", positive, negative)), w)
-    return b.choose("reduction", {
-        "none": lambda s: loss,
-        "mean": lambda s: s.op("Div", s.op("ReduceSum", loss, keepdims=0), s.numel(x)),
-        "sum": lambda s: s.op("ReduceSum", loss, keepdims=0),
-    })
+    return b.reduce_loss(loss, like=x)
 
 
 DEFINITION = OpDef(

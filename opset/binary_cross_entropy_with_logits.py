@@ -51,11 +51,7 @@ def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str)
     negative = b.op("Mul", b.op("Sub", b.const(1.0), y), softplus_x)
     positive = b.op("Mul", b.op("Mul", p, y), softplus_neg_x)
     loss = b.op("Mul", b.op("Add", negative, positive), w)
-    return b.choose("reduction", {
-        "none": lambda s: loss,
-        "mean": lambda s: s.op("Div", s.op("ReduceSum", loss, keepdims=0), s.numel(x)),
-        "sum": lambda s: s.op("ReduceSum", loss, keepdims=0),
-    })
+    return b.reduce_loss(loss, like=x)
 
 
 DEFINITION = OpDef(

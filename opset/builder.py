@@ -62,6 +62,21 @@ class Builder:
         """Number of elements of `name`, as a compute-type scalar."""
         return self.op("Cast", self.op("Size", name), to=self.compute)
 
+    def reduce_loss(self, loss: str, like: str) -> str:
+        """`reduction` none/mean/sum of an elementwise loss with `like`'s number of elements."""
+        return self.choose("reduction", {
+            "none": lambda s: loss,
+            "mean": lambda s: s.op("Div", s.op("ReduceSum", loss, keepdims=0), s.numel(like)),
+            "sum": lambda s: s.op("ReduceSum", loss, keepdims=0),
+        })
+
+    def batch_size(self, input: str) -> str:
+        """input.shape[0] as a compute-type scalar, or 1 for a rank-0 input (PyTorch's batchmean divisor):
+        the first entry of Shape(input) ++ [1]."""
+        first = self.op("Gather", self.op("Concat", self.op("Shape", input), self.int_const([1]), axis=0),
+                        self.int_scalar(0))
+        return self.op("Cast", first, to=self.compute)
+
     def choose(self, attr: str, branches: dict[str | int, Branch]) -> str:
         allowed = self.opdef.attribute(attr).allowed
         assert set(branches) == set(allowed), (attr, branches.keys())

@@ -41,9 +41,7 @@ def decompose(b: Builder, input: str, target: str) -> str:
         "none": lambda s: loss,
         "sum": total,
         "mean": lambda s: s.op("Div", total(s), s.numel(loss)),
-        # input.shape[0], or 1 for a scalar input: the first entry of Shape(input) ++ [1]
-        "batchmean": lambda s: s.op("Div", total(s), s.op("Cast", s.op("Gather", s.op(
-            "Concat", s.op("Shape", input), s.int_const([1]), axis=0), s.int_scalar(0)), to=s.compute)),
+        "batchmean": lambda s: s.op("Div", total(s), s.batch_size(input)),
     })
 
 

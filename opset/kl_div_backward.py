@@ -55,9 +55,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
         "none": lambda s: grad,
         "sum": lambda s: grad,
         "mean": lambda s: s.op("Div", grad, s.numel(d_full)),
-        # input.shape[0], or 1 for a scalar input: the first entry of Shape(input) ++ [1]
-        "batchmean": lambda s: s.op("Div", grad, s.op("Cast", s.op("Gather", s.op(
-            "Concat", s.op("Shape", input), s.int_const([1]), axis=0), s.int_scalar(0)), to=s.compute)),
+        "batchmean": lambda s: s.op("Div", grad, s.batch_size(input)),
     })
 
 

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from .common import Alloc, InvalidInput, check_fits, compute_dtype, finish, load, operand, result_buffer, same_dtype
+from .common import (
+    Alloc,
+    InvalidInput,
+    check_fits,
+    compute_dtype,
+    emit,
+    load,
+    operand,
+    reduced,
+    result_buffer,
+    same_dtype,
+)
 from .parallel import Index, for_each_block
 
 
@@ -43,16 +52,7 @@ def binary_cross_entropy_with_logits(
         loss += positive
         if w is not None:
             loss *= w[ix]
-        if out is None:
-            return float(np.add.reduce(loss, axis=None))
-        finish(loss, out[ix])
-        return None
+        return emit(loss, out, ix)
 
     partial = for_each_block(shape, block)
-    if out is not None:
-        return out
-    total = math.fsum(partial)  # float32 pairwise sums per block, added exactly across blocks
-    value = total if reduction == "sum" else (total / math.prod(shape) if math.prod(shape) else math.nan)
-    result = alloc(())
-    result[...] = value
-    return result
+    return out if out is not None else reduced(partial, reduction, shape, alloc)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -69,3 +70,21 @@ def finish(result: np.ndarray, out: np.ndarray | None) -> None:
         to_float16(result, out)
     else:
         np.copyto(out, result, casting="unsafe")
+
+
+def emit(loss: np.ndarray, out: np.ndarray | None, ix) -> float | None:
+    """End of a loss block: round into the output (reduction none), or return the block's sum."""
+    if out is None:
+        return float(np.add.reduce(loss, axis=None))
+    finish(loss, out[ix])
+    return None
+
+
+def reduced(partial_sums: list[float], reduction: str, shape: tuple[int, ...], alloc: Alloc) -> np.ndarray:
+    """The scalar output of a `mean`/`sum` loss from its blocks' sums (added exactly across blocks); `mean`
+    of an empty input is NaN, as in PyTorch."""
+    total = math.fsum(partial_sums)
+    count = math.prod(shape)
+    result = alloc(())
+    result[...] = total if reduction == "sum" else (total / count if count else math.nan)
+    return result
