@@ -8,5 +8,5 @@ VERSION = 1
 IR_VERSION = 10
 
 # Default-domain opset for models and function bodies: 19+ for Equal on strings (attribute dispatch in
-# the generic functions); 21 is read by onnxruntime >= 1.18, onnxruntime-cann 1.24 and onnx >= 1.16.
+# the generic functions); 21 is read by onnxruntime >= 1.18, onnxruntime-cann 1.24 and onnx >= 1.19.
 ONNX_OPSET = 21
