@@ -62,7 +62,7 @@ def _train_demo(args: argparse.Namespace) -> int:
     import logging
     import warnings
 
-    from .converters.train_demo import main as train_main
+    from .train_demo import main as train_main
 
     logging.getLogger("torch").setLevel(logging.ERROR)
     with warnings.catch_warnings():

@@ -14,8 +14,8 @@ from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import node_model
 from lossops.converters import ort_training
-from lossops.converters.train_demo import problems, run
 from lossops.opset.gradients import GRADIENTS, gradient_node
+from lossops.train_demo import problems, run
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 

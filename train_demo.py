@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .training import SGD, export_training_step
+from .converters.training import SGD, export_training_step
 
 
 @dataclass
@@ -52,7 +52,7 @@ def run(problem: Problem, steps: int = 20, optimizer: SGD = DEFAULT_OPTIMIZER, m
     """(PyTorch losses, onnxruntime losses, PyTorch final parameters, onnxruntime final parameters)."""
     import torch
 
-    from ..ort_ext import TrainingSession
+    from .ort_ext import TrainingSession
 
     reference = copy.deepcopy(problem.module)
     exported = export_training_step(copy.deepcopy(problem.module), problem.loss_fn,
