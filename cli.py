@@ -27,7 +27,43 @@ def _check(args: argparse.Namespace) -> int:
         print(f"{node}: {problem}")
     n = len(model.graph.node)
     print(f"{args.model}: {n} nodes, " + ("OK" if not problems else f"{len(problems)} problem(s)"))
+    if args.provider == "cann":
+        from .ort_ext import cann
+
+        placed = cann.placement(model, args.cann_mode)
+        for p in placed:
+            print(f"{p.node}: {'CANN' if p.claimed else 'not CANN'} ({p.reason})")
+        claimed = sum(p.claimed for p in placed)
+        print(f"CANN {args.cann_mode} mode claims {claimed} of {len(placed)} nodes")
+        if args.cann_mode == "graph" and claimed < len(placed):
+            problems.append(("placement", "not fully claimable"))
+    if args.soc:
+        from .ort_ext import cann
+
+        soc = cann.soc_problems(model, args.soc)
+        for node, problem in soc:
+            print(f"{node}: {problem}")
+        print(f"Ascend {args.soc}: " + ("OK" if not soc else f"{len(soc)} problem(s)"))
+        problems.extend(soc)
     return 1 if problems else 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    import onnxruntime
+
+    from .ort_ext import cann, host
+
+    print(f"onnxruntime {onnxruntime.__version__} ({onnxruntime.get_device()}), providers compiled in: "
+          + ", ".join(onnxruntime.get_available_providers()))
+    print(f"lossops kernels (onnxruntime-extensions): {'available' if host.kernels_available() else 'not installed'}")
+    kit = cann.toolkit()
+    for name, value in kit.env.items():
+        print(f"{name}: {value or '(not set)'}")
+    print("libascendcl.so: " + ("loads" if kit.loadable else f"does not load ({kit.error})"))
+    reason = cann.why_unavailable()
+    print("a CANN session: " + ("would run on CANN (lossops lowers lossops nodes for its graph mode)" if not reason
+                                else f"would fail with a clear error: {reason}"))
+    return 0
 
 
 def _bench(args: argparse.Namespace) -> int:
@@ -50,7 +86,8 @@ def _convert(args: argparse.Namespace) -> int:
     from . import converters
 
     model = onnx.load(args.model)
-    converted, report = getattr(converters, args.verb)(model)
+    extra = {"for_provider": args.for_provider} if getattr(args, "for_provider", None) else {}
+    converted, report = getattr(converters, args.verb)(model, **extra)
     onnx.save(converted, args.output)
     for line in report:
         print(line)
@@ -88,7 +125,19 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Run onnx.checker and strict type/shape inference with the lossops schemas "
                              "and print what is wrong, node by node. Exit status 1 if anything is.")
     check.add_argument("model", help="path of an .onnx model")
+    check.add_argument("--provider", choices=["cann"], help="also report, node by node, whether this provider "
+                       "can claim it (lower lossops nodes first: lossops lower --for cann)")
+    check.add_argument("--cann-mode", choices=["graph", "single-op"], default="graph",
+                       help="the CANN provider's graph mode (default) or single-op mode")
+    check.add_argument("--soc", choices=["910", "310P", "A2", "A3", "950"],
+                       help="apply the aclnn limits of this Ascend part to the lossops nodes")
     check.set_defaults(fn=_check)
+
+    doctor = verbs.add_parser("doctor", help="what this machine's onnxruntime and CANN setup can run",
+                              description="Print the onnxruntime build and providers, whether the lossops kernels "
+                              "are available, the CANN toolkit's environment and whether libascendcl.so loads, and "
+                              "what a CANN session would do.")
+    doctor.set_defaults(fn=_doctor)
 
     bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline",
                              description="Time each operator (1e3 to 1e7 elements, float32 and float16, reductions "
@@ -108,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
         "node-test format) and print one table (case, backend, max error, tolerance, result) and a summary. Exit "
         "status 1 on any failure; a backend that cannot run here is reported unavailable, not failed.")
     conformance.add_argument("--backend", action="append",
-                             choices=["kernels", "decomposition", "lowered", "reference", "cann"],
+                             choices=["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"],
                              help="backend to run (repeatable; default: all)")
     conformance.add_argument("-k", metavar="PATTERN", help="only cases whose name matches this regular expression")
     conformance.add_argument("--failures-only", action="store_true", help="print only the failing rows")
@@ -120,6 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub = verbs.add_parser(verb, help=text, description=text[0].upper() + text[1:] + "; print what changed.")
         sub.add_argument("model", help="input .onnx model")
         sub.add_argument("-o", "--output", required=True, help="where to write the result")
+        if verb == "lower":
+            sub.add_argument("--for", dest="for_provider", choices=["cann"],
+                             help="shape the result for a provider (cann: what its graph mode can claim)")
         sub.set_defaults(fn=_convert)
 
     train = verbs.add_parser("train-demo", help="train three small models in PyTorch and in onnxruntime side by side",

@@ -13,7 +13,7 @@ from .backends import BACKENDS, unavailable
 from .golden import DATA_DIR, Golden, export, load_all
 from .tolerance import RTOL, compare
 
-ALL_BACKENDS = ["kernels", "decomposition", "lowered", "reference", "cann"]
+ALL_BACKENDS = ["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
 
 
 @dataclass

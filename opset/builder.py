@@ -8,8 +8,9 @@ emitted inline; in a generic function body they become `If` nodes on the attribu
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
-from onnx import AttributeProto, NodeProto, TensorProto, ValueInfoProto, helper
+from onnx import AttributeProto, NodeProto, TensorProto, ValueInfoProto, helper, numpy_helper
 
 from .spec import OpDef
 
@@ -19,7 +20,8 @@ Branch = Callable[["Builder"], str]
 class Builder:
     """Collects nodes computing in `compute` (a TensorProto element type)."""
 
-    def __init__(self, opdef: OpDef, compute: int, attrs: dict | None, prefix: str, parent: Builder | None = None):
+    def __init__(self, opdef: OpDef, compute: int, attrs: dict | None, prefix: str, parent: Builder | None = None,
+                 static: Static | None = None):
         self.opdef = opdef
         self.compute = compute
         self.attrs = attrs  # None: generic function body, attribute values known only at run time
@@ -27,6 +29,7 @@ class Builder:
         self.nodes: list[NodeProto] = []
         self._counter = parent._counter if parent else [0]
         self._consts: dict[float, str] = {}
+        self.static = static  # set: emit for a provider that takes initializers, not Constant nodes (CANN)
 
     def fresh(self, hint: str) -> str:
         self._counter[0] += 1
@@ -37,26 +40,41 @@ class Builder:
         self.nodes.append(helper.make_node(op_type, list(inputs), [out], **attrs))
         return out
 
+    def _constant(self, tensor: TensorProto) -> str:
+        """A Constant node, or an initializer when emitting for a provider (CANN claims no Constant nodes)."""
+        tensor.name = self.fresh("const")
+        if self.static is not None:
+            self.static.initializers.append(tensor)
+        else:
+            self.nodes.append(helper.make_node("Constant", [], [tensor.name], value=tensor))
+        return tensor.name
+
     def const(self, value: float) -> str:
-        """A scalar constant in the compute type (one node per value and builder)."""
+        """A scalar constant in the compute type (one per value and builder)."""
         if value not in self._consts:
-            tensor = helper.make_tensor(self.fresh("c"), self.compute, [], [value])
-            self._consts[value] = self.fresh("const")
-            self.nodes.append(helper.make_node("Constant", [], [self._consts[value]], value=tensor))
+            self._consts[value] = self._constant(helper.make_tensor("c", self.compute, [], [value]))
         return self._consts[value]
 
     def int_const(self, values: list[int]) -> str:
-        out = self.fresh("ints")
-        self.nodes.append(helper.make_node("Constant", [], [out], value_ints=values))
-        return out
+        return self._constant(helper.make_tensor("c", TensorProto.INT64, [len(values)], values))
 
     def int_scalar(self, value: int) -> str:
-        out = self.fresh("int")
-        self.nodes.append(helper.make_node("Constant", [], [out], value_int=value))
-        return out
+        return self._constant(helper.make_tensor("c", TensorProto.INT64, [], [value]))
 
     def to_compute(self, name: str) -> str:
+        if self.static is not None:
+            if not name:  # an absent optional input means 1
+                return self.const(1.0)
+            if name in self.static.constants:  # no node of only initializers: convert it here instead
+                array = numpy_helper.to_array(self.static.constants[name]).astype(
+                    helper.tensor_dtype_to_np_dtype(self.compute))
+                return self._constant(numpy_helper.from_array(array))
         return self.op("Cast", name, to=self.compute)
+
+    def shape(self, name: str) -> tuple | None:
+        """The shape of a value when emitting for a provider and its rank is known (dims: int, or a str for a
+        symbolic dim, or None when unknown); else None."""
+        return None if self.static is None else self.static.shapes.get(name)
 
     def numel(self, name: str) -> str:
         """Number of elements of `name`, as a compute-type scalar."""
@@ -72,10 +90,14 @@ class Builder:
 
     def batch_size(self, input: str) -> str:
         """input.shape[0] as a compute-type scalar, or 1 for a rank-0 input (PyTorch's batchmean divisor):
-        the first entry of Shape(input) ++ [1]."""
-        first = self.op("Gather", self.op("Concat", self.op("Shape", input), self.int_const([1]), axis=0),
-                        self.int_scalar(0))
-        return self.op("Cast", first, to=self.compute)
+        the first entry of Shape(input) ++ [1] (without the Concat when the rank is known)."""
+        rank = None if self.static is None else self.static.ranks.get(input)
+        if rank == 0:
+            return self.const(1.0)
+        shape = self.op("Shape", input)
+        if rank is None:
+            shape = self.op("Concat", shape, self.int_const([1]), axis=0)
+        return self.op("Cast", self.op("Gather", shape, self.int_scalar(0)), to=self.compute)
 
     def choose(self, attr: str, branches: dict[str | int, Branch]) -> str:
         allowed = self.opdef.attribute(attr).allowed
@@ -112,7 +134,7 @@ class Builder:
         return self.op("Equal", node.output[0], literal)
 
     def _subgraph(self, body: Branch, compute: int | None = None):
-        sub = Builder(self.opdef, compute or self.compute, self.attrs, self.prefix, parent=self)
+        sub = Builder(self.opdef, compute or self.compute, self.attrs, self.prefix, parent=self, static=self.static)
         out = body(sub)
         if not any(out in n.output for n in sub.nodes):
             out = sub.op("Identity", out)
@@ -138,6 +160,19 @@ class Builder:
         out = self.fresh("by_precision")
         self.nodes.append(helper.make_node("If", [is_double], [out], then_branch=then_graph, else_branch=else_graph))
         return out
+
+
+@dataclass
+class Static:
+    """What a provider-specific expansion knows about the graph around the node."""
+
+    shapes: dict[str, tuple | None] = field(default_factory=dict)  # dims: int, or str/None when not static
+    constants: dict[str, TensorProto] = field(default_factory=dict)  # the model's initializers
+    initializers: list[TensorProto] = field(default_factory=list)  # made by the expansion
+
+    @property
+    def ranks(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.shapes.items() if v is not None}
 
 
 def compute_type(elem_type: int) -> int:

@@ -31,8 +31,13 @@ def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
     return s["input"]
 
 
-def sum_to_shape_of(b: Builder, d: str, input: str) -> str:
-    """Sum `d` over the axes where `input` (left-padded with 1s) has extent 1 and `d` does not."""
+def sum_to_shape_of(b: Builder, d: str, input: str, target: str, grad_output: str) -> str:
+    """Sum `d` (of the broadcast shape) over the axes where `input` (left-padded with 1s) has extent 1 and `d`
+    does not. With static shapes the axes are computed here; otherwise in the graph (Shape/NonZero)."""
+    axes = _static_axes(*(b.shape(n) for n in (input, target, grad_output)))
+    if axes is not None:
+        summed = b.op("ReduceSum", d, b.int_const(axes), keepdims=1) if axes else d
+        return b.op("Reshape", summed, b.op("Shape", input))
     shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
     one = b.int_const([1])
     padding = b.op("Sub", b.op("Size", shape_d), b.op("Size", shape_x))
@@ -45,12 +50,36 @@ def sum_to_shape_of(b: Builder, d: str, input: str) -> str:
     return b.op("Reshape", summed, shape_x)
 
 
+def _static_axes(x: tuple | None, *others: tuple | None) -> list[int] | None:
+    """The axes to sum over, decided from the shapes alone (dims may be symbolic), or None if that needs the
+    run-time shapes. An input axis is summed where it has extent 1 and the broadcast shape does not."""
+    if x is None or any(o is None for o in others):
+        return None
+    rank = max(len(x), *(len(o) for o in others))
+    x = (1,) * (rank - len(x)) + tuple(x)
+    others = [(1,) * (rank - len(o)) + tuple(o) for o in others]
+    axes = []
+    for k in range(rank):
+        column = [o[k] for o in others]
+        if k < rank - len(x) or (x[k] == 1 and any(isinstance(c, int) and c != 1 for c in column)):
+            axes.append(k)  # an axis broadcasting added, or one it stretched
+        elif x[k] == 1 and all(c == 1 for c in column):
+            continue
+        elif isinstance(x[k], int) and x[k] != 1:
+            continue  # input's extent is the broadcast one
+        elif isinstance(x[k], str) and all(c == 1 or c == x[k] for c in column):
+            continue  # the same symbolic dim, or 1: nothing stretched
+        else:
+            return None
+    return axes
+
+
 def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     g, t = b.to_compute(grad_output), b.to_compute(target)
     factor = b.choose("log_target", {0: lambda s: t, 1: lambda s: s.op("Exp", t)})
     d = b.op("Neg", b.op("Mul", factor, g))
     d_full = b.op("Expand", d, b.op("Shape", input))  # to B: input may be the larger one
-    grad = sum_to_shape_of(b, d_full, input)
+    grad = sum_to_shape_of(b, d_full, input, target, grad_output)
     return b.choose("reduction", {
         "none": lambda s: grad,
         "sum": lambda s: grad,

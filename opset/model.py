@@ -8,7 +8,8 @@ import onnx
 import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper
 
-from .registry import MIN_FUNCTION_OPSET, OPS, functions, get, opset_imports, register
+from .builder import Static
+from .registry import MIN_FUNCTION_OPSET, OPS, expand, functions, get, opset_imports, register
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 
@@ -41,6 +42,23 @@ def stamp(model: ModelProto, lossops: bool = True) -> None:
         model.opset_import.remove(have[DOMAIN])
 
 
+FILL_SUFFIX = "__lossops_one"  # names the constant 1 that stands for absent optional inputs
+
+
+def unfill_optional_inputs(model: ModelProto) -> None:
+    """Undo `fill_optional_inputs`: inputs it filled become absent again, and its nodes go."""
+    for g in graphs(model.graph):
+        filled = {o for n in g.node if n.domain == DOMAIN for o in n.input if o.endswith(FILL_SUFFIX)}
+        for node in g.node:
+            if node.domain == DOMAIN:
+                node.input[:] = ["" if i in filled else i for i in node.input]
+                while node.input and not node.input[-1]:
+                    del node.input[-1]
+        keep = [n for n in g.node if not any(o in filled or o in {f + "_f" for f in filled} for o in n.output)]
+        del g.node[:]
+        g.node.extend(keep)
+
+
 def fill_optional_inputs(model: ModelProto) -> None:
     """Give every lossops node all its inputs: an absent optional input becomes a constant 1 of the node's
     type, which is what the operators mean by an absent weight. The function bodies need this."""
@@ -52,7 +70,7 @@ def fill_optional_inputs(model: ModelProto) -> None:
                 formal = get(node.op_type).inputs
                 missing = [k for k in range(len(formal)) if k >= len(node.input) or not node.input[k]]
                 if missing:
-                    one = f"{node.output[0]}__lossops_one"
+                    one = f"{node.output[0]}{FILL_SUFFIX}"
                     const = helper.make_node("Constant", [], [one + "_f"],
                                              value=helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]))
                     like = helper.make_node("CastLike", [one + "_f", node.input[0]], [one])
@@ -140,3 +158,63 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
         except Exception as e:
             problems.append(("model", str(e).strip()))
     return problems
+
+def _value_types(model: ModelProto) -> dict[str, onnx.TypeProto]:
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types: dict[str, onnx.TypeProto] = {}
+    for g in graphs(inferred.graph):
+        types.update({v.name: v.type for v in (*g.input, *g.value_info, *g.output)})
+        types.update({t.name: helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in g.initializer})
+    return types
+
+
+def _static_shape(t: onnx.TypeProto) -> tuple | None:
+    if not t.tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim)
+
+
+def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProto, list[str]]:
+    """(copy of `model` with every lossops node replaced by its decomposition specialised to the node, one line
+    per node). `for_provider="cann"`: constants as initializers, no Constant/Concat/NonZero where shapes are
+    static, absent weights as constant 1 (what the CANN provider's graph mode can claim)."""
+    register()
+    out = ModelProto()
+    out.CopyFrom(model)
+    if for_provider not in (None, "cann"):
+        raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
+    if for_provider is None:
+        fill_optional_inputs(out)
+    else:  # a provider gets absent weights as a constant 1 made in the compute type, not Constant+CastLike
+        unfill_optional_inputs(out)
+    types = _value_types(out)
+    report = []
+    count = 0
+    for g in graphs(out.graph):
+        nodes = list(g.node)
+        del g.node[:]
+        for node in nodes:
+            if node.domain != DOMAIN:
+                g.node.append(node)
+                continue
+            t = types.get(node.input[0])
+            if t is None or not t.tensor_type.elem_type:
+                raise ValueError(f"{node.op_type} node '{node.name}': cannot lower, the element type of input "
+                                 f"'{node.input[0]}' is unknown (give the graph inputs types)")
+            count += 1
+            static = None
+            if for_provider == "cann":
+                static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
+                                {i.name: i for i in g.initializer})
+            expanded = expand(node, t.tensor_type.elem_type, prefix=f"_lossops{count}_", static=static)
+            g.node.extend(expanded)
+            if static is not None:
+                g.initializer.extend(static.initializers)
+            report.append(f"lowered {node.op_type} '{node.name or node.output[0]}' "
+                          f"({helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type)}) into "
+                          f"{len(expanded)} standard nodes" + (" for CANN" if for_provider else ""))
+    kept = [f for f in out.functions if f.domain != DOMAIN]
+    del out.functions[:]
+    out.functions.extend(kept)
+    stamp(out, lossops=False)
+    return out, report

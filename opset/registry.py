@@ -14,7 +14,7 @@ from . import (
     kl_div,
     kl_div_backward,
 )
-from .builder import Builder, compute_type
+from .builder import Builder, Static, compute_type
 from .schema import make_schema
 from .spec import OpDef
 from .versions import DOMAIN, ONNX_OPSET, VERSION
@@ -72,13 +72,16 @@ def functions(onnx_opset: int = ONNX_OPSET) -> list[FunctionProto]:
     return [function(op, onnx_opset) for op in OPS.values()]
 
 
-def expand(node: NodeProto, elem_type: int, prefix: str) -> list[NodeProto]:
+def expand(node: NodeProto, elem_type: int, prefix: str, static: Static | None = None) -> list[NodeProto]:
     """The decomposition of one node whose attributes and element type are known, as standard-op nodes
-    that read the node's inputs and write its output. Absent optional inputs must have been filled."""
+    that read the node's inputs and write its output. Absent optional inputs must have been filled, unless
+    `static` is given: then constants become `static.initializers` (for providers such as CANN that claim
+    no Constant nodes), absent inputs become 1 and static shapes replace shape computations."""
     op = get(node.op_type)
     attrs = op.resolve(node_attributes(node))
-    b = Builder(op, compute_type(elem_type), attrs, prefix=prefix)
-    out = op.decompose(b, *node.input)
+    b = Builder(op, compute_type(elem_type), attrs, prefix=prefix, static=static)
+    names = list(node.input) + [""] * (len(op.inputs) - len(node.input))
+    out = op.decompose(b, *names)
     b.nodes.append(helper.make_node("Cast", [out], [node.output[0]], to=elem_type))
     return b.nodes
 

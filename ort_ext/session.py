@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+import warnings
 from typing import Literal
 
 import numpy as np
@@ -12,10 +13,10 @@ import onnxruntime
 from onnx import ModelProto, helper
 
 from .. import opset
-from ..opset.model import lossops_nodes, stamp, with_functions
-from . import host
+from ..opset.model import lossops_nodes, lower, stamp, with_functions
+from . import cann, host
 
-Mode = Literal["kernels", "decomposition"]
+Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
 
 
 def load(model: str | os.PathLike | bytes | ModelProto) -> ModelProto:
@@ -92,14 +93,47 @@ class InferenceSession(onnxruntime.InferenceSession):
     """
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, *,
-                 mode: Mode = "kernels", **kwargs):
+                 mode: Mode = "kernels", allow_cpu_fallback: bool = False, **kwargs):
         sess_options = sess_options or onnxruntime.SessionOptions()
-        self.lossops_mode: Mode = mode if host.kernels_available() else "decomposition"
-        model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
-        super().__init__(model_bytes, sess_options, providers or ["CPUExecutionProvider"], provider_options,
-                         **kwargs)
+        providers = list(providers or ["CPUExecutionProvider"])
+        names = [p[0] if isinstance(p, tuple) else p for p in providers]
+        if cann.PROVIDER in names:  # the Ascend path: lowered for CANN's graph mode, never a silent CPU run
+            model_bytes, providers, provider_options = self._prepare_cann(path_or_bytes, providers, names,
+                                                                          provider_options, allow_cpu_fallback)
+            self.lossops_mode = "cann"
+        else:
+            self.lossops_mode = mode if host.kernels_available() else "decomposition"
+            model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
+        super().__init__(model_bytes, sess_options, providers, provider_options, **kwargs)
+        if self.lossops_mode == "cann" and cann.PROVIDER not in self.get_providers():
+            self._cpu_fallback_or_raise("onnxruntime created the session without the CANN provider",
+                                        allow_cpu_fallback)
         self._bfloat16 = _bfloat16()
         self._bfloat16_outputs = any(o.type == "tensor(bfloat16)" for o in self.get_outputs())
+
+    @staticmethod
+    def _prepare_cann(model, providers, names, provider_options, allow_cpu_fallback):
+        lowered, _ = lower(load(model), for_provider="cann")
+        options = list(provider_options) if provider_options else [{} for _ in providers]
+        k = names.index(cann.PROVIDER)
+        user = providers[k][1] if isinstance(providers[k], tuple) else options[k]
+        providers[k] = cann.PROVIDER
+        options[k] = cann.provider_options(user)
+        reason = cann.why_unavailable()
+        if reason:
+            InferenceSession._cpu_fallback_or_raise(reason, allow_cpu_fallback)
+            keep = [i for i, n in enumerate(names) if n != cann.PROVIDER] or [None]
+            providers = [providers[i] for i in keep if i is not None] or ["CPUExecutionProvider"]
+            options = [options[i] for i in keep if i is not None] or [{}]
+        return lowered.SerializeToString(), providers, options
+
+    @staticmethod
+    def _cpu_fallback_or_raise(reason: str, allow_cpu_fallback: bool) -> None:
+        if not allow_cpu_fallback:
+            raise cann.CannUnavailable(f"CANNExecutionProvider was requested but cannot run: {reason}. "
+                                       "Pass allow_cpu_fallback=True to run on the CPU instead.")
+        warnings.warn(f"CANNExecutionProvider cannot run ({reason}); running on the CPU as allowed",
+                      RuntimeWarning, stacklevel=3)
 
     def run(self, output_names, input_feed, run_options=None):
         """`onnxruntime.InferenceSession.run`; bfloat16 inputs and outputs are ml_dtypes.bfloat16 arrays."""

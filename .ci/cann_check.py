@@ -1,0 +1,25 @@
+"""What can be shown of the Ascend path with the real onnxruntime-cann wheel and no NPU: the provider is
+compiled in, asking for it without the toolkit gives lossops' clear error (not a silent CPU run), and the
+graphs lossops lowers for CANN run on this build's CPU provider and match the conformance goldens."""
+
+import sys
+
+import numpy as np
+import onnxruntime
+from onnx import TensorProto
+
+from lossops.cli import main
+from lossops.conformance.runner import run
+from lossops.demo import demo_model
+from lossops.ort_ext import InferenceSession, cann
+
+print(f"onnxruntime {onnxruntime.__version__}, numpy {np.__version__}, "
+      f"providers {onnxruntime.get_available_providers()}")
+assert cann.PROVIDER in onnxruntime.get_available_providers(), "the wheel should list CANNExecutionProvider"
+main(["doctor"])
+try:
+    InferenceSession(demo_model(TensorProto.FLOAT).SerializeToString(), providers=[cann.PROVIDER])
+    sys.exit("a CANN session without the toolkit must not be created")
+except cann.CannUnavailable as e:
+    print(f"CANN session without the toolkit: {type(e).__name__}: {e}")
+sys.exit(run(["cann-lowered", "cann"], failures_only=True))
