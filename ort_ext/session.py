@@ -89,7 +89,9 @@ class InferenceSession(onnxruntime.InferenceSession):
 
     The model is checked with the lossops schemas, its IR version stamped, and its lossops nodes run on
     the lossops kernels (`mode="kernels"`, the default when onnxruntime-extensions is installed) or on
-    their standard-op decomposition (`mode="decomposition"`).
+    their standard-op decomposition (`mode="decomposition"`). Asking for CANNExecutionProvider lowers the
+    lossops nodes for CANN's graph mode and raises `CannUnavailable` when CANN cannot run, unless
+    `allow_cpu_fallback=True` (then it warns and runs on the CPU).
     """
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, *,
@@ -97,15 +99,16 @@ class InferenceSession(onnxruntime.InferenceSession):
         sess_options = sess_options or onnxruntime.SessionOptions()
         providers = list(providers or ["CPUExecutionProvider"])
         names = [p[0] if isinstance(p, tuple) else p for p in providers]
+        cann_kept = False
         if cann.PROVIDER in names:  # the Ascend path: lowered for CANN's graph mode, never a silent CPU run
-            model_bytes, providers, provider_options = self._prepare_cann(path_or_bytes, providers, names,
-                                                                          provider_options, allow_cpu_fallback)
+            model_bytes, providers, provider_options, cann_kept = self._prepare_cann(
+                path_or_bytes, providers, names, provider_options, allow_cpu_fallback)
             self.lossops_mode = "cann"
         else:
             self.lossops_mode = mode if host.kernels_available() else "decomposition"
             model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
         super().__init__(model_bytes, sess_options, providers, provider_options, **kwargs)
-        if self.lossops_mode == "cann" and cann.PROVIDER not in self.get_providers():
+        if self.lossops_mode == "cann" and cann_kept and cann.PROVIDER not in self.get_providers():
             self._cpu_fallback_or_raise("onnxruntime created the session without the CANN provider",
                                         allow_cpu_fallback)
         self._bfloat16 = _bfloat16()
@@ -113,19 +116,19 @@ class InferenceSession(onnxruntime.InferenceSession):
 
     @staticmethod
     def _prepare_cann(model, providers, names, provider_options, allow_cpu_fallback):
+        """(lowered model, provider names, provider options, whether CANN stays in) for a session that asked
+        for CANN."""
         lowered, _ = lower(load(model), for_provider="cann")
-        options = list(provider_options) if provider_options else [{} for _ in providers]
-        k = names.index(cann.PROVIDER)
-        user = providers[k][1] if isinstance(providers[k], tuple) else options[k]
-        providers[k] = cann.PROVIDER
-        options[k] = cann.provider_options(user)
+        given = list(provider_options) if provider_options else [{} for _ in providers]
+        options = [p[1] if isinstance(p, tuple) else o for p, o in zip(providers, given, strict=True)]
+        options = [cann.provider_options(o) if n == cann.PROVIDER else dict(o) for n, o in zip(names, options,
+                                                                                              strict=True)]
         reason = cann.why_unavailable()
         if reason:
             InferenceSession._cpu_fallback_or_raise(reason, allow_cpu_fallback)
-            keep = [i for i, n in enumerate(names) if n != cann.PROVIDER] or [None]
-            providers = [providers[i] for i in keep if i is not None] or ["CPUExecutionProvider"]
-            options = [options[i] for i in keep if i is not None] or [{}]
-        return lowered.SerializeToString(), providers, options
+            kept = [(n, o) for n, o in zip(names, options, strict=True) if n != cann.PROVIDER]
+            names, options = [n for n, _ in kept] or ["CPUExecutionProvider"], [o for _, o in kept] or [{}]
+        return lowered.SerializeToString(), list(names), options, reason is None
 
     @staticmethod
     def _cpu_fallback_or_raise(reason: str, allow_cpu_fallback: bool) -> None:
