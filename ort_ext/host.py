@@ -81,17 +81,17 @@ _api_address: list[int] = []
 
 
 def _report(e: BaseException) -> int | None:
-    if not _api_address:
+    if not _api_address:  # cannot happen after _create_kernel's first line; NULL would read as success
         return None
     msg = str(e) if isinstance(e, (InvalidInput, ValueError)) else f"{type(e).__name__}: {e}"
     return ort_api.api(_api_address[0]).status(msg)
 
 
 def _create_kernel(op_ptr, api_address, info, kernel_out):
+    if not _api_address:  # first, so that any failure below can still be reported as an OrtStatus
+        _api_address.append(api_address)
     entry = _registered[_by_address[C.addressof(op_ptr.contents)]]
     api = ort_api.api(api_address)
-    if not _api_address:
-        _api_address.append(api_address)
     given: dict[str, object] = {}
     for a in entry.op.attributes:
         key = a.name.encode()
