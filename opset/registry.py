@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import threading
 
 from onnx import AttributeProto, FunctionProto, NodeProto, TensorProto, defs, helper
@@ -31,9 +32,26 @@ _lock = threading.Lock()
 def register() -> None:
     """Register the lossops schemas in onnx.defs (checker, shape inference). Idempotent and thread-safe."""
     with _lock:
+        added = False
         for op in OPS.values():
             if not defs.has(op.name, DOMAIN):
                 defs.register_schema(make_schema(op))
+                added = True
+        if added and not _deregister_at_exit:
+            # onnx keeps the schemas (and their Python inference functions) in a C++ static; onnx 1.19 destroys
+            # it after Python has finalised and then waits forever for the GIL (measured: the process hangs at
+            # exit). Dropping them while Python still runs avoids that.
+            atexit.register(_deregister)
+            _deregister_at_exit.append(True)
+
+
+_deregister_at_exit: list[bool] = []
+
+
+def _deregister() -> None:
+    for op in OPS.values():
+        if defs.has(op.name, DOMAIN):
+            defs.deregister_schema(op.name, VERSION, DOMAIN)
 
 
 def get(op_type: str) -> OpDef:
