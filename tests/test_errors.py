@@ -15,10 +15,9 @@ import pytest
 from onnx import TensorProto, helper
 
 from lossops import opset
+from lossops.conformance.cases import node_model
 from lossops.ort_ext import InferenceSession, add_kernels, prepare
 from lossops.ort_ext.host import KERNEL_DOMAIN, kernel_op_type
-
-from helpers import single_node_model
 
 MODES = ["kernels", "decomposition"]
 f32 = np.float32
@@ -121,7 +120,7 @@ RUNTIME_SHAPE_ERRORS = [
 def test_bad_runtime_shapes_on_kernels(op, inputs, expected):
     """Symbolic dims hide the problem from shape inference: the kernel reports it from run()."""
     inputs = [None if a is None else a.astype(f32) for a in inputs]
-    model, feeds = single_node_model(op, inputs, "float32", {"reduction": "none"}, symbolic=True)
+    model, feeds = node_model(op, inputs, "float32", {"reduction": "none"}, symbolic=True)
     session = InferenceSession(model.SerializeToString(), mode="kernels")
     with pytest.raises(Exception, match=f"{op}: {expected}"):
         session.run(None, feeds)
@@ -129,7 +128,7 @@ def test_bad_runtime_shapes_on_kernels(op, inputs, expected):
 
 def test_bad_runtime_shape_on_decomposition():
     """The decomposition of BCE backward guards its output shape with a Reshape to input's shape."""
-    model, feeds = single_node_model("BinaryCrossEntropyBackward", [np.ones((), f32), np.ones((1, 3), f32),
+    model, feeds = node_model("BinaryCrossEntropyBackward", [np.ones((), f32), np.ones((1, 3), f32),
                                                                      np.ones((4, 3), f32), None],
                                      "float32", {"reduction": "none"}, symbolic=True)
     session = InferenceSession(model.SerializeToString(), mode="decomposition")
@@ -138,7 +137,7 @@ def test_bad_runtime_shape_on_decomposition():
 
 
 def test_wrong_feed_dtype_is_an_exception():
-    model, feeds = single_node_model("KlDivBackward", [np.ones((), f32), np.ones(3, f32), np.ones(3, f32)],
+    model, feeds = node_model("KlDivBackward", [np.ones((), f32), np.ones(3, f32), np.ones(3, f32)],
                                      "float32", {})
     session = InferenceSession(model.SerializeToString())
     with pytest.raises(Exception, match="Unexpected input data type"):
@@ -151,9 +150,8 @@ def test_unknown_operator():
 
 
 CRASH_PRONE = textwrap.dedent("""
-    import numpy as np, sys
-    sys.path.insert(0, {tests!r})
-    from helpers import single_node_model
+    import numpy as np
+    from lossops.conformance.cases import node_model
     from lossops.ort_ext import InferenceSession
     import lossops.ort_ext.host as host
     f32 = np.float32
@@ -167,32 +165,30 @@ CRASH_PRONE = textwrap.dedent("""
     # a kernel that raises an arbitrary Python exception
     host.KERNELS["KlDivBackward"] = lambda *a, **k: 1 / 0
     for mode in ("kernels", "decomposition"):
-        m, feeds = single_node_model("KlDivBackward", [np.ones((2, 3), f32)] * 3, "float16" if False else "float32",
-                                     {{}}, symbolic=True)
+        m, feeds = node_model("KlDivBackward", [np.ones((2, 3), f32)] * 3, "float32",
+                                     {}, symbolic=True)
         s = InferenceSession(m.SerializeToString(), mode=mode)
         if mode == "kernels":
             expect_error(lambda: s.run(None, feeds))
         # bad shapes, wrong dtypes, a missing input
-        expect_error(lambda: s.run(None, {{**feeds, "target": np.ones((5, 7), f32)}}))
-        expect_error(lambda: s.run(None, {{**feeds, "target": np.ones((2, 3), np.float64)}}))
-        expect_error(lambda: s.run(None, {{"input": feeds["input"]}}))
+        expect_error(lambda: s.run(None, {**feeds, "target": np.ones((5, 7), f32)}))
+        expect_error(lambda: s.run(None, {**feeds, "target": np.ones((2, 3), np.float64)}))
+        expect_error(lambda: s.run(None, {"input": feeds["input"]}))
     # half types through the kernels with bad shapes
     for dt in ("float16", "bfloat16"):
         import ml_dtypes
         d = np.float16 if dt == "float16" else ml_dtypes.bfloat16
-        m, feeds = single_node_model("BinaryCrossEntropyWithLogits", [np.ones(3, d), np.ones(3, d), None, None], dt,
-                                     {{"reduction": "none"}}, symbolic=True)
+        m, feeds = node_model("BinaryCrossEntropyWithLogits", [np.ones(3, d), np.ones(3, d), None, None], dt,
+                                     {"reduction": "none"}, symbolic=True)
         s = InferenceSession(m.SerializeToString())
-        expect_error(lambda: s.run(None, {{"input": np.ones(3, d), "target": np.ones(4, d)}}))
+        expect_error(lambda: s.run(None, {"input": np.ones(3, d), "target": np.ones(4, d)}))
     print("alive after", failures, "errors")
 """)
 
 
 def test_process_survives_errors(tmp_path):
-    from pathlib import Path
-
     script = tmp_path / "crash_prone.py"
-    script.write_text(CRASH_PRONE.format(tests=str(Path(__file__).parent)))
+    script.write_text(CRASH_PRONE)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "alive after 9 errors" in done.stdout, done.stdout + done.stderr[-2000:]
@@ -201,10 +197,14 @@ def test_process_survives_errors(tmp_path):
 def test_two_threads_share_a_session():
     rng = np.random.default_rng(7)
     x, t = rng.normal(size=(64, 256)).astype(f32), rng.uniform(size=(64, 256)).astype(f32)
-    model, feeds = single_node_model("BinaryCrossEntropyWithLogits", [x, t, None, None], "float32",
+    model, feeds = node_model("BinaryCrossEntropyWithLogits", [x, t, None, None], "float32",
                                      {"reduction": "none"})
     session = InferenceSession(model.SerializeToString())
     expected = session.run(None, feeds)[0]
+    from lossops.conformance.oracle import ORACLES
+
+    reference = ORACLES["BinaryCrossEntropyWithLogits"](x.astype(np.float64), t.astype(np.float64), reduction="none")
+    np.testing.assert_allclose(expected, reference, rtol=2.0**-20)  # right, not only repeatable
     errors: list[BaseException] = []
 
     def work(k: int) -> None:
@@ -225,7 +225,7 @@ def test_two_threads_share_a_session():
 
 def test_prepare_with_own_session_options():
     """The documented one-call way for users with their own SessionOptions."""
-    model, feeds = single_node_model("KlDivBackward", [np.ones((), f32), np.ones(3, f32), np.full(3, 0.5, f32)],
+    model, feeds = node_model("KlDivBackward", [np.ones((), f32), np.ones(3, f32), np.full(3, 0.5, f32)],
                                      "float32", {"reduction": "sum"})
     so = onnxruntime.SessionOptions()
     so.intra_op_num_threads = 1
