@@ -119,7 +119,15 @@ def stream_bandwidth(threads: int, megabytes: int = 256, repeat: int = 7) -> flo
     return max(results)
 
 
-def timed(fns: dict[str, object], repeat: int) -> dict[str, float]:
+# Pause after each timed call of 1e5 elements or more: ORT's and PyTorch's (OpenMP) worker threads spin for a
+# while after a call. Measured on 2 cores at 1e7: whichever runner came right after PyTorch took 1.5-2x longer
+# without it (5 ms was enough). Not below: there the pause costs more (a sleeping core's wake-up; at 1e3 BCE
+# backward took 0.32 ms with it, 0.09 ms without).
+SETTLE_S = 0.01
+SETTLE_FROM = 10**5
+
+
+def timed(fns: dict[str, object], repeat: int, settle: float) -> dict[str, float]:
     """Median seconds of each callable, run interleaved (round robin) after one warm-up each."""
     for fn in fns.values():
         fn()
@@ -129,6 +137,7 @@ def timed(fns: dict[str, object], repeat: int) -> dict[str, float]:
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
+            time.sleep(settle)
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
@@ -155,15 +164,17 @@ def run_bench(sizes: list[int], dtypes: list[str], reductions: list[str], repeat
                            "decomposition": lambda s=plain, f=feeds: s.run(None, f)}
                     if torch is not None:
                         fns["torch"] = torch_eager(op, feeds, reduction)
-                    t = timed(fns, repeat)
+                    t = timed(fns, repeat, SETTLE_S if n >= SETTLE_FROM else 0.0)
                     moved = bytes_moved(op, feeds, reduction)
                     rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
                                     moved / bandwidth, moved))
     return rows
 
 
-def fixed_cost(repeat: int) -> tuple[float, float]:
-    """Median seconds of one run at 1e3 float32 elements: an Identity model, and BCE backward on the kernels."""
+def fixed_cost(rounds: int = 5, calls: int = 200) -> tuple[float, float]:
+    """Seconds of one run at 1e3 float32 elements, an Identity model and BCE backward on the kernels: medians
+    of `calls` interleaved runs, then the round with the median difference (this VM's speed drifts by 2x
+    over minutes; the two move together)."""
     feeds = inputs_for("BinaryCrossEntropyBackward", 1000, "float32", "none")
     identity = helper.make_model(helper.make_graph(
         [helper.make_node("Identity", ["input"], ["output"])], "identity",
@@ -172,9 +183,10 @@ def fixed_cost(repeat: int) -> tuple[float, float]:
         opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
     s_id = onnxruntime.InferenceSession(identity.SerializeToString(), providers=["CPUExecutionProvider"])
     s_k = InferenceSession(model_for("BinaryCrossEntropyBackward", feeds, "float32", "none").SerializeToString())
-    t = timed({"identity": lambda: s_id.run(None, {"input": feeds["input"]}),
-               "kernel": lambda: s_k.run(None, feeds)}, max(repeat, 200))
-    return t["identity"], t["kernel"]
+    results = [timed({"identity": lambda: s_id.run(None, {"input": feeds["input"]}),
+                      "kernel": lambda: s_k.run(None, feeds)}, calls, settle=0) for _ in range(rounds)]
+    results.sort(key=lambda t: t["kernel"] - t["identity"])
+    return results[len(results) // 2]["identity"], results[len(results) // 2]["kernel"]
 
 
 def peak_memory(n: int) -> dict[str, float]:
@@ -256,10 +268,10 @@ def main(large: bool, repeat: int, as_json: bool, plot_path: str | None, quick: 
     sizes = [10**k for k in range(3, 9 if large else 8)]
     if quick:
         sizes = [1000, 100_000]
+    fixed = fixed_cost()  # first, before PyTorch's thread pool and the 1e7 tensors exist
     bandwidth = stream_bandwidth(threads)
     env = environment(threads, bandwidth)
     rows = run_bench(sizes, ["float32", "float16"], ["none", "mean"], repeat, threads, bandwidth)
-    fixed = fixed_cost(repeat)
     memory = peak_memory(10**7 if not quick else 10**5)
     if as_json:
         print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows],

@@ -11,12 +11,12 @@ a kernel (safe at interpreter shutdown).
 The library registers external ops only in its `ai.onnx.contrib` domain, so the session rewrites lossops
 nodes to `ai.onnx.contrib::Lossops<Op>` (prefixed: a name that collides with another op there makes the
 library's registration loop forever). One OrtCustomOp per operator and element type: ORT selects by type.
+Per call, the inputs' shapes and addresses are read by one compiled function (`ort_calls.py`), not by ctypes.
 """
 
 from __future__ import annotations
 
 import ctypes as C
-import math
 import threading
 from dataclasses import dataclass
 
@@ -25,7 +25,7 @@ from onnx import TensorProto
 
 from ..opset import OPS
 from ..opset.spec import OpDef
-from . import ort_api
+from . import ort_api, ort_calls
 from .kernels import KERNELS, InvalidInput
 
 KERNEL_DOMAIN = "ai.onnx.contrib"
@@ -60,8 +60,24 @@ class _Registered:
     name: C.Array
 
 
+@dataclass(frozen=True)
+class _Config:
+    """What one kernel instance computes: interned, so that Compute reads one integer from the kernel's C
+    state and the set stays bounded however many sessions are created."""
+
+    op: OpDef
+    dtype: np.dtype
+    attrs: dict
+
+    @property
+    def kernel(self):
+        return KERNELS[self.op.name]
+
+
 _registered: list[_Registered] = []
 _by_address: dict[int, int] = {}
+_configs: list[_Config] = []
+_config_ids: dict[tuple, int] = {}
 _lock = threading.Lock()
 
 
@@ -116,27 +132,16 @@ def _create_kernel(op_ptr, api_address, info, kernel_out):
         attrs = entry.op.resolve(given)
     except ValueError as e:
         return api.status(str(e))
+    key = (entry.op.name, entry.elem_type, tuple(sorted(attrs.items())))
+    with _lock:
+        if key not in _config_ids:
+            _config_ids[key] = len(_configs)
+            _configs.append(_Config(entry.op, ELEMENT_TYPES[entry.elem_type], attrs))
     # Kernel state lives in C memory so that ORT can release it with free(), without calling into Python.
-    codes = [_by_address[C.addressof(op_ptr.contents)]] + [a.allowed.index(attrs[a.name]) for a in entry.op.attributes]
-    block = _libc.malloc(8 * len(codes))
-    (C.c_int64 * len(codes)).from_address(block)[:] = codes
+    block = _libc.malloc(8)
+    C.c_int64.from_address(block).value = _config_ids[key]
     kernel_out[0] = block
     return None
-
-
-def _tensor(api: ort_api.OrtApi, value: int, dtype: np.dtype) -> np.ndarray:
-    """A read-only view of an input (its element type is the one the OrtCustomOp was registered for)."""
-    info = C.c_void_p()
-    if status := api.GetTensorTypeAndShape(value, C.byref(info)):
-        raise _OrtError(status)
-    try:
-        ndim = C.c_size_t()
-        api.GetDimensionsCount(info, C.byref(ndim))
-        dims = (C.c_int64 * ndim.value)()
-        api.GetDimensions(info, dims, ndim.value)
-    finally:
-        api.ReleaseTensorTypeAndShapeInfo(info)
-    return _view(api, value, dtype, tuple(dims), False)
 
 
 class _Buffer:
@@ -148,15 +153,12 @@ class _Buffer:
         self.__array_interface__ = {"data": (address, readonly), "shape": shape, "typestr": typestr, "version": 3}
 
 
-def _view(api: ort_api.OrtApi, value: int, dtype: np.dtype, shape: tuple[int, ...], writable: bool) -> np.ndarray:
+def _array(address: int, shape: tuple[int, ...], dtype: np.dtype, writable: bool) -> np.ndarray:
     """A numpy array over an OrtValue's buffer (no copy)."""
-    if math.prod(shape) == 0:
+    if 0 in shape:
         return np.empty(shape, dtype)
-    data = C.c_void_p()
-    if status := api.GetTensorMutableData(value, C.byref(data)):
-        raise _OrtError(status)
     # bfloat16 has no array-interface type string: map its bits as uint16 and view them
-    raw = np.asarray(_Buffer(data.value, shape, f"<u{dtype.itemsize}" if dtype.kind == "V" else dtype.str,
+    raw = np.asarray(_Buffer(address, shape, f"<u{dtype.itemsize}" if dtype.kind == "V" else dtype.str,
                              not writable))
     return raw.view(dtype) if dtype.kind == "V" else raw
 
@@ -168,39 +170,34 @@ class _OrtError(Exception):
 
 def _compute(kernel, context):
     api = ort_api.api(_api_address[0])
-    header = (C.c_int64 * 1).from_address(kernel)[0]
-    entry = _registered[header]
-    op = entry.op
-    codes = (C.c_int64 * (1 + len(op.attributes))).from_address(kernel)[1:]
-    attrs = {a.name: a.allowed[c] for a, c in zip(op.attributes, codes, strict=True)}
+    fns = ort_calls.table(_api_address[0])
+    config = _configs[C.c_int64.from_address(kernel).value]
+    name, dtype = config.op.name, config.dtype
     try:
-        dtype = ELEMENT_TYPES[entry.elem_type]
-        count = C.c_size_t()
-        api.KernelContext_GetInputCount(context, C.byref(count))
-        inputs: list[np.ndarray | None] = []
-        for i in range(len(op.inputs)):
-            value = C.c_void_p()
-            if i < count.value:
-                api.KernelContext_GetInput(context, i, C.byref(value))
-            inputs.append(_tensor(api, value.value, dtype) if value.value else None)
+        meta = np.empty((len(config.op.inputs), 3 + ort_calls.MAX_RANK), np.int64)
+        status = ort_calls.read_inputs(fns, context, meta)
+        if status == ort_calls.TOO_MANY_DIMS:
+            raise InvalidInput(f"an input has more than {ort_calls.MAX_RANK} dimensions (numpy's limit)")
+        if status:
+            return status
+        inputs = [_array(row[1], tuple(row[3:3 + row[2]]), dtype, False) if row[0] else None
+                  for row in meta.tolist()]
 
         def alloc(shape: tuple[int, ...]) -> np.ndarray:
-            dims = (C.c_int64 * len(shape))(*shape)
-            out = C.c_void_p()
-            if status := api.KernelContext_GetOutput(context, 0, dims, len(shape), C.byref(out)):
+            result = np.zeros(1, np.int64)
+            if status := ort_calls.allocate_output(fns, context, np.array(shape, np.int64), result):
                 raise _OrtError(status)
-            return _view(api, out.value, dtype, shape, True)
+            return _array(int(result[0]), shape, dtype, True)
 
         with np.errstate(all="ignore"):
-            KERNELS[op.name](*inputs, **attrs, alloc=alloc)
+            config.kernel(*inputs, **config.attrs, alloc=alloc)
         return None
     except _OrtError as e:
         return e.status
     except InvalidInput as e:
-        return api.status(f"{op.name}: {e}")
+        return api.status(f"{name}: {e}")
     except Exception as e:
-        return api.status(f"{op.name}: internal error in the lossops kernel: {type(e).__name__}: {e}",
-                          ort_api.ORT_FAIL)
+        return api.status(f"{name}: internal error in the lossops kernel: {type(e).__name__}: {e}", ort_api.ORT_FAIL)
 
 
 # ctypes function objects must live as long as the process: ORT keeps the pointers.

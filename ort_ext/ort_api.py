@@ -34,6 +34,10 @@ _SLOTS = {
 }
 
 
+def slot(name: str) -> int:
+    return next(k for k, (n, _, _) in _SLOTS.items() if n == name)
+
+
 class OrtApi:
     """Callable slots of one `const OrtApi*`."""
 

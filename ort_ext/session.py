@@ -13,7 +13,7 @@ import onnxruntime
 from onnx import ModelProto, helper
 
 from .. import opset
-from ..opset.model import lossops_nodes, lower, stamp, with_functions
+from ..opset.model import lossops_nodes, lower, stamp, unfill_optional_inputs, with_functions
 from . import cann, host
 
 Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
@@ -43,7 +43,8 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
         raise ValueError(f"mode is {mode!r}; expected 'kernels' or 'decomposition'")
     if sess_options is None:
         raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
-    prepared = with_functions(model)  # nodes the kernels cannot take keep their functions
+    prepared = with_functions(model)
+    unfill_optional_inputs(prepared)  # the kernels take absent inputs; a filled-in 1 costs two nodes per run
     for _, node in lossops_nodes(prepared):
         node.domain = host.KERNEL_DOMAIN
         node.op_type = host.kernel_op_type(node.op_type)

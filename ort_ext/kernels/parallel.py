@@ -1,12 +1,16 @@
-"""Blocked, multi-threaded elementwise execution for the kernels.
+"""Multi-threaded elementwise execution for the kernels.
 
-Each kernel is a pipeline of in-place numpy ufuncs over one block: the block's buffers stay in the L2 cache
-between passes, so a pipeline of N passes costs about one pass over memory. numpy releases the GIL inside
-ufunc loops, so blocks run in parallel on threads.
+`for_each_range` splits a flat range across threads for the compiled loops (`fused.py`; they release the
+GIL). `for_each_block` serves the numpy kernels, those bound by exp/log1p, which numpy vectorises: each is a
+pipeline of in-place numpy ufuncs over one block, whose buffers stay in the L2 cache between passes, so a
+pipeline of N passes costs about one pass over memory. numpy releases the GIL inside ufunc loops, so blocks
+run in parallel on threads.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import os
 import threading
@@ -20,6 +24,7 @@ import numpy as np
 # blocks were 2-3x slower at 1e7 elements, 256K slightly slower than 64K).
 BLOCK = 1 << 16
 MIN_PARALLEL = 4 * BLOCK  # below this, one thread: waking a second one costs more than it saves
+MIN_PARALLEL_RANGE = 1 << 17  # the same for a compiled loop (~0.2-1 ns per element)
 
 Index = tuple  # of ints, slices or Ellipsis
 
@@ -27,8 +32,11 @@ Index = tuple  # of ints, slices or Ellipsis
 def num_threads() -> int:
     """Threads the kernels use: LOSSOPS_NUM_THREADS, else the number of CPUs this process may use."""
     env = os.environ.get("LOSSOPS_NUM_THREADS")
-    if env:
-        return max(1, int(env))
+    return max(1, int(env)) if env else _cpus()
+
+
+@functools.cache
+def _cpus() -> int:  # a system call: read once (kernel calls at 1e3 elements take ~10 us in all)
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
@@ -86,3 +94,16 @@ def for_each_block(shape: tuple[int, ...], fn: Callable[[Index], object]) -> lis
     for f in futures:
         results.extend(f.result())
     return results
+
+
+def for_each_range(n: int, fn: Callable[[int, int], object]) -> None:
+    """fn(lo, hi) over [0, n) split into one contiguous range per thread (fn releases the GIL)."""
+    threads = num_threads() if n >= MIN_PARALLEL_RANGE else 1
+    if threads == 1:
+        fn(0, n)
+        return
+    bounds = [n * k // threads for k in range(threads + 1)]
+    futures = [_executor().submit(fn, lo, hi) for lo, hi in itertools.pairwise(bounds[1:])]
+    fn(bounds[0], bounds[1])  # the calling thread works too
+    for f in futures:
+        f.result()
