@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import threading
 import time
 import tracemalloc
 from dataclasses import asdict, dataclass
@@ -17,8 +16,8 @@ from onnx import TensorProto, helper
 
 from . import opset
 from .ort_ext import InferenceSession
-from .ort_ext.kernels import KERNELS
-from .ort_ext.kernels.parallel import num_threads
+from .ort_ext.kernels import KERNELS, parallel
+from .ort_ext.kernels.parallel import for_each_range, num_threads
 
 OPS = ("BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward")
 ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
@@ -33,8 +32,9 @@ class Row:
     kernels_s: float
     decomposition_s: float
     torch_s: float | None
-    roofline_s: float
+    stream_s: float  # STREAM copy or add (the faster) of the same bytes, timed with the case
     bytes: int
+    roofline_s: float = 0.0  # bytes / the run's memory bandwidth (`roofline`)
 
     @property
     def gbps(self) -> float:
@@ -92,57 +92,59 @@ def torch_eager(op: str, feeds: dict[str, np.ndarray], reduction: str):
     return lambda: torch.neg(t["target"]).mul_(t["grad_output"])
 
 
-def stream_bandwidth(threads: int, megabytes: int = 256, repeat: int = 7) -> float:
-    """Bytes per second of a STREAM-like copy (read + write) over `threads` threads, best of the medians
-    of 1 and `threads` threads."""
-    a = np.ones(megabytes * 2**20 // 4, np.float32)
-    b = np.empty_like(a)
-    results = []
-    for k in sorted({1, threads}):
-        parts = np.array_split(np.arange(a.size), k)
-        bounds = [(p[0], p[-1] + 1) for p in parts]
+class Stream:
+    """STREAM's copy (b = a) or add (c = a + b) over arrays that hold `nbytes` in all, on the kernels' threads,
+    timed interleaved with the case that moves those bytes (measured once per run instead, this VM's copy
+    bandwidth read anywhere from 21 to 41 GB/s)."""
 
-        def copy(lo_hi):
-            lo, hi = lo_hi
-            np.copyto(b[lo:hi], a[lo:hi])
+    def __init__(self, kind: str, nbytes: int):
+        arrays = 2 if kind == "copy" else 3
+        self.kind = kind
+        self.a, *self.rest = (np.ones(max(1, nbytes // (4 * arrays)), np.float32) for _ in range(arrays))
 
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            workers = [threading.Thread(target=copy, args=(bh,)) for bh in bounds]
-            for w in workers:
-                w.start()
-            for w in workers:
-                w.join()
-            times.append(time.perf_counter() - t0)
-        results.append(2 * a.nbytes / float(np.median(times)))
-    return max(results)
+    def __call__(self) -> None:
+        a, rest = self.a, self.rest
+        if self.kind == "copy":
+            for_each_range(a.size, lambda lo, hi: np.copyto(rest[0][lo:hi], a[lo:hi]))
+        else:
+            for_each_range(a.size, lambda lo, hi: np.add(a[lo:hi], rest[0][lo:hi], out=rest[1][lo:hi]))
 
 
-# Pause after each timed call of 1e5 elements or more: ORT's and PyTorch's (OpenMP) worker threads spin for a
-# while after a call. Measured on 2 cores at 1e7: whichever runner came right after PyTorch took 1.5-2x longer
-# without it (5 ms was enough). Not below: there the pause costs more (a sleeping core's wake-up; at 1e3 BCE
-# backward took 0.32 ms with it, 0.09 ms without).
-SETTLE_S = 0.01
-SETTLE_FROM = 10**5
+# From 1e6 elements, each timed call starts on a quiet machine: ORT's and PyTorch's (OpenMP) worker threads spin
+# after a call, for longer than 50 ms in ORT's case. Measured on 2 cores at 1e7: a copy right after the
+# decomposition took 13.4 ms, 6.8 ms elsewhere in the round. Not below: there the wait costs more than it saves
+# (a sleeping core's wake-up: at 1e3 BCE backward took 0.32 ms after a 10 ms sleep, 0.09 ms without; at 1e5
+# 0.7 ms against 0.2 ms).
+SETTLE_FROM = 10**6
 
 
-def timed(fns: dict[str, object], repeat: int, settle: float) -> dict[str, float]:
-    """Median seconds of each callable, run interleaved (round robin) after one warm-up each."""
+def settle(limit_s: float = 1.0) -> None:
+    """Sleep until this process's threads stop using CPU (less than 1 ms of CPU time in a 5 ms sleep)."""
+    end = time.perf_counter() + limit_s
+    while time.perf_counter() < end:
+        cpu = time.process_time()
+        time.sleep(0.005)
+        if time.process_time() - cpu < 0.001:
+            return
+
+
+def timed(fns: dict[str, object], repeat: int, quiet: bool) -> dict[str, float]:
+    """Median seconds of each callable, run interleaved (round robin) after one warm-up each; with `quiet`,
+    each call waits for the machine to settle first."""
     for fn in fns.values():
         fn()
     times: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(repeat):
         for k, fn in fns.items():
+            if quiet:
+                settle()
             t0 = time.perf_counter()
             fn()
             times[k].append(time.perf_counter() - t0)
-            time.sleep(settle)
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
-def run_bench(sizes: list[int], dtypes: list[str], reductions: list[str], repeat: int, threads: int,
-              bandwidth: float) -> list[Row]:
+def run_bench(sizes: list[int], dtypes: list[str], reductions: list[str], repeat: int, threads: int) -> list[Row]:
     try:
         import torch
 
@@ -160,14 +162,15 @@ def run_bench(sizes: list[int], dtypes: list[str], reductions: list[str], repeat
                     model = model_for(op, feeds, dtype, reduction).SerializeToString()
                     kernels = InferenceSession(model, so, mode="kernels")
                     plain = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+                    moved = bytes_moved(op, feeds, reduction)
                     fns = {"kernels": lambda s=kernels, f=feeds: s.run(None, f),
-                           "decomposition": lambda s=plain, f=feeds: s.run(None, f)}
+                           "decomposition": lambda s=plain, f=feeds: s.run(None, f),
+                           "copy": Stream("copy", moved), "add": Stream("add", moved)}
                     if torch is not None:
                         fns["torch"] = torch_eager(op, feeds, reduction)
-                    t = timed(fns, repeat, SETTLE_S if n >= SETTLE_FROM else 0.0)
-                    moved = bytes_moved(op, feeds, reduction)
+                    t = timed(fns, repeat, quiet=n >= SETTLE_FROM)
                     rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
-                                    moved / bandwidth, moved))
+                                    min(t["copy"], t["add"]), moved))
     return rows
 
 
@@ -184,13 +187,14 @@ def fixed_cost(rounds: int = 5, calls: int = 200) -> tuple[float, float]:
     s_id = onnxruntime.InferenceSession(identity.SerializeToString(), providers=["CPUExecutionProvider"])
     s_k = InferenceSession(model_for("BinaryCrossEntropyBackward", feeds, "float32", "none").SerializeToString())
     results = [timed({"identity": lambda: s_id.run(None, {"input": feeds["input"]}),
-                      "kernel": lambda: s_k.run(None, feeds)}, calls, settle=0) for _ in range(rounds)]
+                      "kernel": lambda: s_k.run(None, feeds)}, calls, quiet=False) for _ in range(rounds)]
     results.sort(key=lambda t: t["kernel"] - t["identity"])
     return results[len(results) // 2]["identity"], results[len(results) // 2]["kernel"]
 
 
 def peak_memory(n: int) -> dict[str, float]:
-    """Peak numpy memory a kernel allocates (tracemalloc), as a multiple of the output's size."""
+    """Peak numpy memory a kernel allocates (tracemalloc), plus the block scratch its threads keep (allocated
+    once per thread, so tracemalloc may not see it), as a multiple of the output's size."""
     out = {}
     for op in OPS:
         feeds = inputs_for(op, n, "float32", "none")
@@ -202,8 +206,18 @@ def peak_memory(n: int) -> dict[str, float]:
         kernel(*args, **attrs, alloc=lambda shape, o=output: o)
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
-        out[op] = peak / output.nbytes
+        out[op] = (peak + parallel.SCRATCH_BYTES * num_threads()) / output.nbytes
     return out
+
+
+def roofline(rows: list[Row]) -> float:
+    """The run's memory bandwidth: the best of the STREAM passes timed at the largest size (STREAM reports its
+    best too). Every row's roofline is its bytes over this one figure, so the rows compare."""
+    largest = [r for r in rows if r.elements == max(r.elements for r in rows)]
+    bandwidth = max(r.bytes / r.stream_s for r in largest)
+    for r in rows:
+        r.roofline_s = r.bytes / bandwidth
+    return bandwidth
 
 
 def environment(threads: int, bandwidth: float) -> dict:
@@ -221,8 +235,10 @@ def environment(threads: int, bandwidth: float) -> dict:
 
 def render(rows: list[Row], env: dict, fixed: tuple[float, float], memory: dict[str, float]) -> str:
     lines = [f"lossops bench {env['date']}: {env['machine']}, {env['cpus']} cpus, {env['threads']} threads, "
-             f"STREAM copy {env['stream_GBps']:.1f} GB/s; " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
-             "medians; speed-up = other's time / kernels' time; roofline = bytes moved / STREAM bandwidth",
+             f"memory bandwidth {env['stream_GBps']:.1f} GB/s (best STREAM pass); "
+             + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
+             "medians; speed-up = other's time / kernels' time; roofline = bytes the operator moves / memory "
+             "bandwidth, the best of STREAM copy and add timed alongside the 1e7 (or largest) cases",
              f"{'operator':29s} {'dtype':8s} {'red':5s} {'elements':>9s} {'kernels':>10s} {'GB/s':>6s} "
              f"{'roofline':>8s} {'vs decomp':>9s} {'vs torch':>8s}"]
     for r in rows:
@@ -231,7 +247,8 @@ def render(rows: list[Row], env: dict, fixed: tuple[float, float], memory: dict[
                      f"{r.gbps:6.1f} {r.of_roofline:8.0%} {r.decomposition_s / r.kernels_s:8.2f}x {torch_ratio}")
     lines.append(f"fixed cost at 1e3 float32: Identity model {fixed[0] * 1e6:.1f} us, BCE backward on the kernels "
                  f"{fixed[1] * 1e6:.1f} us (+{(fixed[1] - fixed[0]) * 1e6:.1f} us)")
-    lines.append("peak extra numpy memory during a 1e7 'none' call, in output sizes: "
+    lines.append("peak extra memory during a 1e7 'none' call (numpy's, plus the kernels' per-thread block scratch), "
+                 "in output sizes: "
                  + ", ".join(f"{k} {v:.2f}" for k, v in memory.items()))
     return "\n".join(lines)
 
@@ -269,9 +286,8 @@ def main(large: bool, repeat: int, as_json: bool, plot_path: str | None, quick: 
     if quick:
         sizes = [1000, 100_000]
     fixed = fixed_cost()  # first, before PyTorch's thread pool and the 1e7 tensors exist
-    bandwidth = stream_bandwidth(threads)
-    env = environment(threads, bandwidth)
-    rows = run_bench(sizes, ["float32", "float16"], ["none", "mean"], repeat, threads, bandwidth)
+    rows = run_bench(sizes, ["float32", "float16"], ["none", "mean"], repeat, threads)
+    env = environment(threads, roofline(rows))
     memory = peak_memory(10**7 if not quick else 10**5)
     if as_json:
         print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows],

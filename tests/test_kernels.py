@@ -131,3 +131,18 @@ def test_fused_loops_equal_numpy_in_the_compute_type(form, dtype):
             got = kl_div_backward(grad, x, y, reduction="none", log_target=log_target)
             expected = (-((np.exp(c(y)) if log_target else c(y)) * c(grad))).astype(t)
             assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), "kl"
+
+
+def test_block_scratch_is_disjoint_within_a_block_and_reused_across_blocks():
+    starts = []
+    f64 = np.dtype(np.float64)
+
+    def block(ix):
+        a, b = parallel.scratch((parallel.BLOCK,), f64), parallel.scratch((7, 3), f64)
+        assert not np.shares_memory(a, b) and a.base is not None  # both carved from the thread's arena
+        assert parallel.scratch((9 * parallel.BLOCK,), f64).base is None  # beyond the arena: a fresh array
+        starts.append(a.__array_interface__["data"][0])
+
+    parallel.for_each_block((8 * parallel.BLOCK,), block)
+    assert len(starts) == 8 and len(set(starts)) <= parallel.num_threads()  # each thread reuses its memory
+    assert parallel.scratch((4,), f64).base is None  # outside a block: a fresh array, never handed out again

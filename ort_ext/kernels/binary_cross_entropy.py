@@ -16,7 +16,7 @@ from .common import (
     result_buffer,
     same_dtype,
 )
-from .parallel import Index, for_each_block
+from .parallel import Index, for_each_block, scratch
 
 LOG_CLAMP = -100.0  # PyTorch's
 
@@ -34,10 +34,10 @@ def binary_cross_entropy(input: np.ndarray, target: np.ndarray, weight: np.ndarr
 
     def block(ix: Index) -> float | None:
         xb, yb = load(x[ix], ct), load(y[ix], ct)
-        negative = np.negative(xb, out=np.empty(xb.shape, ct))
+        negative = np.negative(xb, out=scratch(xb.shape, ct))
         np.log1p(negative, out=negative)
         np.maximum(negative, ct.type(LOG_CLAMP), out=negative)
-        negative *= np.subtract(1, yb, out=np.empty(xb.shape, ct))
+        negative *= np.subtract(1, yb, out=scratch(xb.shape, ct))
         loss = np.log(xb, out=result_buffer(None if out is None else out[ix], ct, xb.shape))
         np.maximum(loss, ct.type(LOG_CLAMP), out=loss)
         loss *= yb

@@ -16,7 +16,7 @@ from .common import (
     result_buffer,
     same_dtype,
 )
-from .parallel import Index, for_each_block
+from .parallel import Index, for_each_block, scratch
 
 
 def binary_cross_entropy_with_logits(
@@ -36,11 +36,11 @@ def binary_cross_entropy_with_logits(
     def block(ix: Index) -> float | None:
         xb, yb = load(x[ix], ct), load(y[ix], ct)
         # softplus(+-x) = max(+-x, 0) + log1p(exp(-|x|)): never overflows, and both loss terms are >= 0.
-        e = np.abs(xb, out=np.empty(xb.shape, ct))
+        e = np.abs(xb, out=scratch(xb.shape, ct))
         np.negative(e, out=e)
         np.exp(e, out=e)
         np.log1p(e, out=e)
-        positive = np.negative(xb, out=np.empty(xb.shape, ct))
+        positive = np.negative(xb, out=scratch(xb.shape, ct))
         np.maximum(positive, 0, out=positive)
         positive += e  # softplus(-x)
         positive *= yb

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .common import Alloc, InvalidInput, check_fits, compute_dtype, finish, load, operand, result_buffer, same_dtype
-from .parallel import Index, for_each_block
+from .parallel import Index, for_each_block, scratch
 
 
 def binary_cross_entropy_with_logits_backward(
@@ -26,7 +26,7 @@ def binary_cross_entropy_with_logits_backward(
 
     def block(ix: Index) -> None:
         xb, yb = load(x[ix], ct), load(y[ix], ct)
-        sigmoid = np.negative(xb, out=np.empty(xb.shape, ct))
+        sigmoid = np.negative(xb, out=scratch(xb.shape, ct))
         np.exp(sigmoid, out=sigmoid)
         sigmoid += 1
         np.reciprocal(sigmoid, out=sigmoid)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import numpy as np
 
 from . import fused
+from .parallel import scratch
 
 Alloc = Callable[[tuple[int, ...]], np.ndarray]
 
@@ -52,7 +53,7 @@ def load(view: np.ndarray | None, ct: np.dtype) -> np.ndarray | None:
     """A block of an operand in the compute type (a copy only when T is float16/bfloat16)."""
     if view is None or view.dtype == ct:
         return view
-    out = np.empty(view.shape, ct)
+    out = scratch(view.shape, ct)
     if view.dtype in fused.STORAGE and view.flags.c_contiguous and ct == np.float32:
         fused.widen(view, out)  # numpy's half casts are scalar code (~1.2 ns per element)
     else:
@@ -62,7 +63,7 @@ def load(view: np.ndarray | None, ct: np.dtype) -> np.ndarray | None:
 
 def result_buffer(out: np.ndarray | None, ct: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
     """Where a block computes: the output itself when it has the compute type, else a scratch buffer."""
-    return out if out is not None and out.dtype == ct else np.empty(shape, ct)
+    return out if out is not None and out.dtype == ct else scratch(shape, ct)
 
 
 def finish(result: np.ndarray, out: np.ndarray | None) -> None:
@@ -78,7 +79,8 @@ def finish(result: np.ndarray, out: np.ndarray | None) -> None:
 def emit(loss: np.ndarray, out: np.ndarray | None, ix) -> float | None:
     """End of a loss block: round into the output (reduction none), or return the block's sum."""
     if out is None:
-        return float(np.add.reduce(loss, axis=None))
+        # float64 losses keep numpy's pairwise sum: a float64 accumulator in any order is not more accurate
+        return fused.total(loss) if loss.dtype == np.float32 else float(np.add.reduce(loss, axis=None))
     finish(loss, out[ix])
     return None
 
