@@ -9,9 +9,10 @@ type), converted on the bits inside the loop. Compute type: float64 for float64,
 
 Operands: every input is a 1-D array whose element for flat output index i is `a[i % a.size]`: the full
 tensor, a trailing-axes broadcast (a per-class weight), or a short run of one repeated value (a scalar).
-`operand()` builds that form; other broadcasts are materialised (rare; correct, and the memory is counted).
+`operand()` builds that form; other broadcasts (a weight of shape (N, 1), say) are materialised first.
 
-All code that numba compiles lives in this one module: numba's on-disk cache is invalidated per source file.
+All the kernels' compiled code lives in this one module: numba's on-disk cache is invalidated when a function's
+own source file changes, not when a function it calls from another file does.
 """
 
 from __future__ import annotations
