@@ -1,7 +1,7 @@
-"""Array kernels of the lossops operators: numpy, and numba for the fused loops (`fused.py`); no ONNX
-Runtime. Each takes the operator's inputs in
-schema order (None for an absent optional input), its attributes as keywords, and an `alloc(shape)` that
-returns the output buffer (a fresh array by default; inside ONNX Runtime, ORT's own output)."""
+"""Array kernels of the lossops operators: numpy, and numba for the fused loops (`fused.py`); no ONNX Runtime.
+Each takes the operator's inputs in schema order (None for an absent optional input), its attributes as
+keywords, and an `alloc(shape)` that returns the output buffer (a fresh array by default; inside ONNX Runtime,
+ORT's own output)."""
 
 from .binary_cross_entropy import binary_cross_entropy
 from .binary_cross_entropy_backward import binary_cross_entropy_backward
