@@ -215,7 +215,7 @@ def operand(a: np.ndarray | None, shape: tuple[int, ...], dtype: np.dtype) -> np
     """`a` (broadcastable to `shape`; None means 1) as a periodic 1-D operand in storage form."""
     if a is not None and a.shape == shape:
         return storage(a)
-    if a is None or a.size == 1:  # a run of one value (a filled-in weight of 1 arrives as a scalar input)
+    if a is None or a.size == 1:  # a run of one value: an absent weight, the scalar grad_output of mean/sum
         return _run(dtype, min(math.prod(shape), SCALAR_RUN) or 1, b"" if a is None else a.tobytes())
     core = a.shape[next((i for i, d in enumerate(a.shape) if d != 1), a.ndim):]  # without leading 1s
     if len(core) > len(shape) or core != shape[len(shape) - len(core):]:
