@@ -258,13 +258,10 @@ def _ms(seconds: float) -> str:
 
 
 def plot(rows: list[Row], path: str) -> None:
-    try:
-        import matplotlib
+    from .extras import require
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as e:
-        raise ValueError("--plot needs matplotlib (pip install 'lossops[plot]')") from e
+    require("matplotlib", "lossops bench --plot").use("Agg")
+    import matplotlib.pyplot as plt
     fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4), sharey=True)
     for ax, op in zip(axes, OPS, strict=True):
         for dtype in sorted({r.dtype for r in rows}):

@@ -185,10 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .extras import MissingExtra
+
     args = build_parser().parse_args(argv)
     try:
         return args.fn(args)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, MissingExtra) as e:
         print(f"lossops {args.verb}: {e}", file=sys.stderr)
         return 2
 

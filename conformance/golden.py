@@ -4,7 +4,7 @@ Each case is a directory `test_<name>/` with `model.onnx`, `test_data_set_0/inpu
 `test_data_set_0/output_0.pb` (PyTorch float64 rounded to the output's type) and `data.json` (the dtype
 whose tolerance applies, rtol/atol for runners that take those, terms summed, the oracle's own error).
 
-    python -m lossops.conformance.golden generate   # rewrite conformance/data (needs torch)
+    python -m lossops.conformance.golden generate   # rewrite conformance/node-tests (needs torch)
     python -m lossops.conformance.golden check      # regenerate in memory, report drift; exit 1 on drift
 """
 
@@ -23,7 +23,8 @@ from onnx import ModelProto, helper, numpy_helper
 from .cases import Case, all_cases
 from .tolerance import bounds
 
-DATA_DIR = Path(__file__).resolve().parent / "data"
+# Not a Python identifier on purpose: setuptools would take each case folder for a namespace package and warn.
+DATA_DIR = Path(__file__).resolve().parent / "node-tests"
 
 
 @dataclass
@@ -109,11 +110,16 @@ def generate(root: Path = DATA_DIR) -> int:
     return len(cases)
 
 
+DRIFT_ULPS_64 = 4
+
+
 def drift(root: Path = DATA_DIR) -> list[str]:
     """Differences between the stored goldens and what the generator makes now (empty: none).
 
-    Models and inputs must be identical; expected outputs may differ by at most one ulp of their type
-    (float64 libm results can differ in the last bit between CPUs, and rounding may then differ too)."""
+    Models and inputs must be identical. Expected outputs may differ by one ulp of their type or by
+    DRIFT_ULPS_64 float64 ulps, whichever is larger: PyTorch's float64 exp/log take other code paths on other
+    CPUs (measured: a product with exp(t) came out 2 float64 ulps apart between two x86-64 machines), and
+    rounding to a narrower type may then fall the other way."""
     problems = []
     stored = {g.name: g for g in load_all(root)} if root.exists() else {}
     fresh = {c.name: c for c in all_cases()}
@@ -133,7 +139,8 @@ def drift(root: Path = DATA_DIR) -> list[str]:
             same = (a == b) | (np.isnan(a) & np.isnan(b))
             if not same.all():
                 spacing = np.abs(np.spacing(b.astype(new.expected.dtype)).astype(np.float64))
-                if np.any(np.abs(a - b)[~same] > spacing[~same]) or not np.isfinite(a[~same]).all():
+                allowed = np.maximum(spacing, DRIFT_ULPS_64 * np.abs(np.spacing(b)))
+                if np.any(np.abs(a - b)[~same] > allowed[~same]) or not np.isfinite(a[~same]).all():
                     problems.append(f"{name}: expected output differs by more than one ulp")
     return problems
 

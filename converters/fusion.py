@@ -18,10 +18,13 @@ import itertools
 
 import onnx
 from onnx import ModelProto
-from onnxscript import ir
-from onnxscript.rewriter import pattern, rewrite
 
 from .. import opset
+from ..extras import require
+
+require("onnxscript", "fusion of exporter patterns")
+from onnxscript import ir  # noqa: E402
+from onnxscript.rewriter import pattern, rewrite  # noqa: E402
 
 BCEWL = "BinaryCrossEntropyWithLogits"
 

@@ -8,14 +8,15 @@ from typing import Any
 from onnx import ModelProto
 
 from .. import opset
+from ..extras import require
 from .aclnn import reduction_name
+
+torch = require("torch", "exporting from PyTorch")
 
 
 def translation_table() -> dict:
     """aten overload -> onnxscript function emitting the lossops node (the schemas must be registered:
     onnxscript looks them up; a @script function would be inlined and lose the node)."""
-    import torch
-
     lossops_op = opset.script_opset()
 
     def bce_with_logits(input, target, weight=None, pos_weight=None, reduction: int = 1):
@@ -35,8 +36,6 @@ def export(module, args: tuple, **kwargs: Any) -> ModelProto:
     """`torch.onnx.export(module, args, dynamo=True, **kwargs)` with the lossops translations (yours in
     `custom_translation_table` win); returns the model with the lossops functions and a loadable IR version.
     Dynamic dims declared through `dynamic_shapes` stay symbolic."""
-    import torch
-
     table = {**translation_table(), **kwargs.pop("custom_translation_table", {})}
     program = torch.onnx.export(module, args, dynamo=True, custom_translation_table=table, **kwargs)
     return opset.with_functions(program.model_proto)

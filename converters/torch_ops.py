@@ -4,11 +4,12 @@ routes torch.nn.functional's calls to them while a training step is traced. Need
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
-from torch import Tensor
-
+from ..extras import require
 from .aclnn import REDUCTION_CODES
+
+torch = require("torch", "training-step export")
+import torch.nn.functional as F  # noqa: E402
+from torch import Tensor  # noqa: E402
 
 
 @torch.library.custom_op("lossops::binary_cross_entropy_with_logits", mutates_args=())

@@ -10,8 +10,11 @@ import numpy as np
 from onnx import ModelProto, helper, numpy_helper
 
 from .. import opset
+from ..extras import require
 from ..opset.gradients import GRADIENTS
 from .aclnn import reduction_name
+
+torch = require("torch", "training-step export")
 
 
 @dataclass(frozen=True)
@@ -37,8 +40,6 @@ class TrainingStep:
 
 def translation_table() -> dict:
     """aten/lossops torch ops -> lossops nodes, for forward and backward (the backward from the gradient table)."""
-    import torch
-
     from . import torch_ops  # noqa: F401 - registers torch.ops.lossops.*
 
     op = opset.script_opset()
@@ -78,7 +79,6 @@ def translation_table() -> dict:
 def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: SGD) -> TrainingStep:
     """Export one SGD step of `loss_fn(module(*module_args), *loss_args)` with
     `example_inputs = (module_args, loss_args)`."""
-    import torch
     from torch._functorch.aot_autograd import aot_export_module
 
     from .torch_ops import LossopsLosses

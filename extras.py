@@ -1,0 +1,37 @@
+"""The optional dependencies: which extra of `lossops` brings each, and the one way to import them.
+
+The base install (numpy, numba, onnx, onnxruntime, onnxruntime-extensions) runs every operator, the checker,
+lowering, the conformance suite and the benchmark. Everything else is imported where it is used, through
+`require`, so that a missing one is a one-line message naming the extra, not a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# module -> the extra of lossops that installs it (pyproject.toml's [project.optional-dependencies])
+EXTRAS = {"torch": "torch", "onnxscript": "script", "matplotlib": "plot"}
+
+
+class MissingExtra(ImportError):
+    """An optional dependency is not installed; the message names the extra that brings it."""
+
+
+def require(module: str, purpose: str) -> ModuleType:
+    """Import `module` (a key of EXTRAS) for `purpose`, or raise MissingExtra saying what to install."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as e:
+        if e.name is not None and e.name.split(".")[0] != module:
+            raise  # the module is there but something it needs is broken: the real error helps more
+        raise MissingExtra(f"{purpose} needs {module}, which is not installed: "
+                           f"pip install 'lossops[{EXTRAS[module]}]'") from None
+
+
+def available(module: str) -> bool:
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        return False
+    return True

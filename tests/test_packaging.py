@@ -1,0 +1,74 @@
+"""What users install: the wheel and sdist that `python -m build` makes hold every file the package needs,
+and nothing else. (CI installs that wheel in a fresh environment and runs the verbs from another directory:
+.ci/wheel.sh.)"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import tomllib
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tracked() -> list[str]:
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs the git checkout: the expected file list is what git tracks")
+    # tracked, and new files git does not ignore (a build of the working tree takes those too)
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True)
+    return listed.stdout.split()
+
+
+def _package_files() -> set[str]:
+    """Tracked files that belong in the package, as paths inside the wheel: every file of every subpackage
+    folder (Python or data), and the root package's own modules (the root also holds the project's files)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert config["package-dir"] == {"lossops": "."}
+    folders = {p.removeprefix("lossops.").replace(".", "/") for p in config["packages"] if p != "lossops"}
+    top = {f.split("/")[0] for f in folders}
+    files = set()
+    for path in _tracked():
+        if "/" not in path and path.endswith(".py"):
+            files.add(f"lossops/{path}")
+        elif path.split("/")[0] in top:
+            files.add(f"lossops/{path}")
+    # a folder of Python files that is not declared a package would be left out of the wheel silently
+    undeclared = {str(Path(f).parent.relative_to("lossops")) for f in files if f.endswith(".py")} - folders - {"."}
+    assert not undeclared, f"folders with Python files missing from [tool.setuptools] packages: {undeclared}"
+    return files
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "would be ignored" not in done.stdout + done.stderr  # setuptools' warning for data folders
+    return out
+
+
+def test_wheel_holds_exactly_the_package(built):
+    (wheel,) = built.glob("*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    package = {n for n in names if not n.startswith("lossops-")}
+    expected = _package_files()
+    assert package - expected == set(), "files in the wheel that git does not track in the package"
+    assert expected - package == set(), "package files missing from the wheel: add them to package-data"
+    assert any(n.endswith("cann_support.json") for n in package) and len(package) > 1000
+
+
+def test_sdist_builds_the_same_wheel(built):
+    """`python -m build` makes the wheel from the sdist, so the sdist must carry every package file too."""
+    (sdist,) = built.glob("*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    missing = {f.removeprefix("lossops/") for f in _package_files()} - names
+    assert not missing, sorted(missing)[:10]
