@@ -108,6 +108,10 @@ def _train_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .conformance.runner import ALL_BACKENDS
+    from .opset.spec import ASCEND_PARTS
+    from .ort_ext import cann
+
     parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
                                      "run in ONNX Runtime.")
     verbs = parser.add_subparsers(dest="verb", required=True)
@@ -127,9 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("model", help="path of an .onnx model")
     check.add_argument("--provider", choices=["cann"], help="also report, node by node, whether this provider "
                        "can claim it (lower lossops nodes first: lossops lower --for cann)")
-    check.add_argument("--cann-mode", choices=["graph", "single-op"], default="graph",
+    check.add_argument("--cann-mode", choices=cann.MODES, default="graph",
                        help="the CANN provider's graph mode (default) or single-op mode")
-    check.add_argument("--soc", choices=["910", "310P", "A2", "A3", "950"],
+    check.add_argument("--soc", choices=ASCEND_PARTS,
                        help="apply the aclnn limits of this Ascend part to the lossops nodes")
     check.set_defaults(fn=_check)
 
@@ -157,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
         "node-test format) and print one table (case, backend, max error, tolerance, result) and a summary. Exit "
         "status 1 on any failure; a backend that cannot run here is reported unavailable, not failed.")
     conformance.add_argument("--backend", action="append",
-                             choices=["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"],
+                             choices=ALL_BACKENDS,
                              help="backend to run (repeatable; default: all)")
     conformance.add_argument("-k", metavar="PATTERN", help="only cases whose name matches this regular expression")
     conformance.add_argument("--failures-only", action="store_true", help="print only the failing rows")

@@ -15,6 +15,7 @@ import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
 from .. import opset
+from ..opset.shapes import infer
 
 BCEWL, BCEB, KLB = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward"
 BCE, KL, BCEWLB = "BinaryCrossEntropy", "KlDiv", "BinaryCrossEntropyWithLogitsBackward"
@@ -248,7 +249,7 @@ def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict
     def dims(n: str, a: np.ndarray) -> list:
         return [f"{n}_{k}" for k in range(a.ndim)] if symbolic else list(a.shape)
 
-    out_shape = opset.get(op).infer({n: tuple(dims(n, a)) for n, a in feeds.items()}, opset.get(op).resolve(attrs))
+    out_shape = infer(opset.get(op), {n: tuple(dims(n, a)) for n, a in feeds.items()}, opset.get(op).resolve(attrs))
     graph = helper.make_graph(
         [opset.make_node(op, names, ["output"], **attrs)], "case",
         [helper.make_tensor_value_info(n, ELEM[dtype], dims(n, a)) for n, a in feeds.items()],

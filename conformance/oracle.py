@@ -8,7 +8,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2}
+from ..opset.spec import REDUCTIONS
 
 
 def _t(a: np.ndarray | None) -> torch.Tensor | None:
@@ -25,7 +25,7 @@ def binary_cross_entropy_backward(grad_output, input, target, weight=None, *, re
     # aten's own backward kernel (the op torch_npu dispatches to aclnnBinaryCrossEntropyBackward)
     g, y = g.expand(x.shape), y.expand(x.shape)
     w = None if w is None else w.expand(x.shape)
-    return torch.ops.aten.binary_cross_entropy_backward(g, x, y, w, REDUCTION_CODES[reduction]).numpy()
+    return torch.ops.aten.binary_cross_entropy_backward(g, x, y, w, REDUCTIONS.index(reduction)).numpy()
 
 
 def kl_div_backward(grad_output, input, target, *, reduction, log_target):

@@ -13,17 +13,10 @@ from dataclasses import dataclass, field
 from onnx import NodeProto
 
 from .. import opset
+from ..opset.spec import REDUCTIONS
 
-REDUCTION_CODES = {0: "none", 1: "mean", 2: "sum", 3: "batchmean"}
-
-# aclnn API name -> (lossops operator, aclnn tensor argument names in lossops input order)
-APIS = {
-    "aclnnBinaryCrossEntropyWithLogits": ("BinaryCrossEntropyWithLogits", ("self", "target", "weightOptional",
-                                                                           "posWeightOptional")),
-    "aclnnBinaryCrossEntropyBackward": ("BinaryCrossEntropyBackward", ("gradOutput", "self", "target",
-                                                                       "weightOptional")),
-    "aclnnKlDivBackward": ("KlDivBackward", ("gradOutput", "self", "target")),
-}
+# aclnn API name -> the lossops operator whose record names it
+APIS = {op.aclnn.api: op for op in opset.OPS.values() if op.aclnn is not None}
 
 
 @dataclass
@@ -39,45 +32,45 @@ class AclnnCall:
 
 
 def reduction_name(code: int, op: str) -> str:
+    """The reduction attribute for an aten/aclnn `int64_t reduction` code, checked against the operator."""
     allowed = opset.get(op).attribute("reduction").allowed
-    name = REDUCTION_CODES.get(code)
+    name = REDUCTIONS[code] if 0 <= code < len(REDUCTIONS) else None
     if name not in allowed:
-        raise ValueError(f"{op}: aclnn reduction code {code} has no meaning here; expected one of "
-                         + ", ".join(f"{c} ({n})" for c, n in REDUCTION_CODES.items() if n in allowed))
+        raise ValueError(f"{op}: reduction code {code} has no meaning here; expected one of "
+                         + ", ".join(f"{REDUCTIONS.index(n)} ({n})" for n in allowed))
     return name
-
-
-def reduction_code(name: str) -> int:
-    return next(c for c, n in REDUCTION_CODES.items() if n == name)
 
 
 def to_node(call: AclnnCall) -> NodeProto:
     """The lossops node for an aclnn call (the [1]-shaped reduced `out` becomes the node's rank-0 output)."""
     try:
-        op, names = APIS[call.api]
+        op = APIS[call.api]
     except KeyError:
         raise ValueError(f"unknown aclnn API {call.api!r}; expected one of {sorted(APIS)}") from None
-    attrs: dict = {"reduction": reduction_name(call.reduction, op)}
-    if op == "KlDivBackward":
+    attrs: dict = {"reduction": reduction_name(call.reduction, op.name)}
+    if any(a.name == "log_target" for a in op.attributes):
         attrs["log_target"] = int(call.log_target)
-    inputs = [call.tensors.get(n) or "" for n in names]
+    inputs = [call.tensors.get(n) or "" for n in op.aclnn.arguments]
     while inputs and not inputs[-1]:
         inputs.pop()
-    return opset.make_node(op, inputs, [call.out], **attrs)
+    return opset.make_node(op.name, inputs, [call.out], **attrs)
 
 
 def to_call(node: NodeProto) -> AclnnCall:
     """The aclnn call for a lossops node. A reduced result is rank 0 in ONNX; aclnn wants `out` of shape [1],
     so a caller that allocates it reshapes (`reduced_output_shape`)."""
-    api = next(a for a, (op, _) in APIS.items() if op == node.op_type)
-    names = APIS[api][1]
-    attrs = opset.get(node.op_type).resolve(opset.node_attributes(node))
-    tensors = {n: (node.input[k] if k < len(node.input) and node.input[k] else None) for k, n in enumerate(names)}
-    return AclnnCall(api, tensors, reduction_code(attrs["reduction"]), bool(attrs.get("log_target", 0)),
+    op = opset.get(node.op_type)
+    if op.aclnn is None:
+        raise ValueError(f"{op.name} has no aclnn API; the aclnn operators are {sorted(a.name for a in APIS.values())}")
+    attrs = op.resolve(opset.node_attributes(node))
+    tensors = {n: (node.input[k] if k < len(node.input) and node.input[k] else None)
+               for k, n in enumerate(op.aclnn.arguments)}
+    return AclnnCall(op.aclnn.api, tensors, REDUCTIONS.index(attrs["reduction"]), bool(attrs.get("log_target", 0)),
                      node.output[0])
 
 
 def reduced_output_shape(node: NodeProto) -> list[int] | None:
     """[1] where aclnn writes a reduced result (BinaryCrossEntropyWithLogits with mean/sum), else None."""
-    attrs = opset.get(node.op_type).resolve(opset.node_attributes(node))
-    return [1] if node.op_type == "BinaryCrossEntropyWithLogits" and attrs["reduction"] != "none" else None
+    op = opset.get(node.op_type)
+    reduced = op.reduces and op.resolve(opset.node_attributes(node))["reduction"] != "none"
+    return [1] if op.aclnn is not None and reduced else None

@@ -8,13 +8,12 @@ given) and the definition applies to all nodes of that operator in the model bei
 from __future__ import annotations
 
 from .. import opset
-from ..opset.gradients import GRADIENTS
 
 
 def gradient_definition(forward: str, **attributes) -> list[tuple]:
     """The definition in onnxruntime-training's form: [(op_type/domain, inputs, outputs, attributes)], with
     I(k) the forward's k-th input, GO(0) the loss gradient, GI(0) the gradient of input 0."""
-    gradient = GRADIENTS[forward]
+    gradient = opset.get(forward).gradient
     formal = [i.name for i in opset.get(forward).inputs]
     inputs = ["GO(0)" if name == "grad_output" else f"I({formal.index(name)})" for name in gradient.inputs]
     values = opset.get(gradient.backward).resolve(attributes)

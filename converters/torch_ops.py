@@ -5,7 +5,7 @@ routes torch.nn.functional's calls to them while a training step is traced. Need
 from __future__ import annotations
 
 from ..extras import require
-from .aclnn import REDUCTION_CODES
+from ..opset.spec import REDUCTIONS
 
 torch = require("torch", "training-step export")
 import torch.nn.functional as F  # noqa: E402
@@ -57,7 +57,7 @@ binary_cross_entropy_with_logits.register_autograd(_bce_with_logits_backward, se
 
 @torch.library.custom_op("lossops::kl_div", mutates_args=())
 def kl_div(input: Tensor, target: Tensor, reduction: int, log_target: bool) -> Tensor:
-    return F.kl_div(input, target, reduction=REDUCTION_CODES[reduction], log_target=log_target)
+    return F.kl_div(input, target, reduction=REDUCTIONS[reduction], log_target=log_target)
 
 
 @kl_div.register_fake
@@ -97,7 +97,7 @@ def _kl_backward(ctx, grad):
 
 kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
 
-_CODES = {name: code for code, name in REDUCTION_CODES.items()}
+_CODES = {name: code for code, name in enumerate(REDUCTIONS)}
 
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):

@@ -11,7 +11,6 @@ from onnx import ModelProto, helper, numpy_helper
 
 from .. import opset
 from ..extras import require
-from ..opset.gradients import GRADIENTS
 from .aclnn import reduction_name
 
 torch = require("torch", "training-step export")
@@ -43,9 +42,9 @@ def translation_table() -> dict:
     from . import torch_ops  # noqa: F401 - registers torch.ops.lossops.*
 
     op = opset.script_opset()
-    bce_backward = getattr(op, GRADIENTS["BinaryCrossEntropy"].backward)
-    bcewl_backward = getattr(op, GRADIENTS["BinaryCrossEntropyWithLogits"].backward)
-    kl_backward = getattr(op, GRADIENTS["KlDiv"].backward)
+    bce_backward = getattr(op, opset.get("BinaryCrossEntropy").gradient.backward)
+    bcewl_backward = getattr(op, opset.get("BinaryCrossEntropyWithLogits").gradient.backward)
+    kl_backward = getattr(op, opset.get("KlDiv").gradient.backward)
 
     def bce(input, target, weight=None, reduction: int = 1):
         return op.BinaryCrossEntropy(input, target, weight, reduction=reduction_name(reduction, "BinaryCrossEntropy"))

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from . import shapes
 from .binary_cross_entropy_with_logits import log1p
 from .builder import Builder
-from .spec import Input, OpDef, reduction
+from .spec import EXACT, PRINCIPAL, Gradient, Input, OpDef, reduction
 
 LOG_CLAMP = -100.0  # PyTorch clamps both logs at -100, so probabilities of exactly 0 or 1 give finite losses
 
@@ -18,14 +17,6 @@ with PyTorch's clamp of the logs at {LOG_CLAMP:g}; `mean` divides the sum by the
 empty `input`), `sum` of an empty `input` is 0. Values of `input` outside [0, 1] are not checked. Its
 gradient with respect to `input` is BinaryCrossEntropyBackward. float16 and bfloat16 compute in float32.
 """
-
-
-def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
-    x = s["input"]
-    shapes.check_equal(s["target"], x, "input 'target'")
-    if "weight" in s:
-        shapes.check_fits(s["weight"], x, "input 'weight'")
-    return x if attrs["reduction"] == "none" else ()
 
 
 def decompose(b: Builder, input: str, target: str, weight: str) -> str:
@@ -44,12 +35,14 @@ DEFINITION = OpDef(
     summary="Binary cross entropy on probabilities (the forward of BinaryCrossEntropyBackward).",
     doc=DOC,
     inputs=(
-        Input("input", "Probabilities, any rank."),
-        Input("target", "Targets; exactly the shape of `input`."),
+        Input("input", "Probabilities, any rank.", shape=PRINCIPAL),
+        Input("target", "Targets; exactly the shape of `input`.", shape=EXACT),
         Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
     ),
     output=Input("output", "`input`'s shape for `none`; a scalar (rank 0) for `mean` and `sum`."),
     attributes=(reduction(),),
-    infer=infer,
     decompose=decompose,
+    reduces=True,
+    torch=("aten::binary_cross_entropy",),
+    gradient=Gradient("BinaryCrossEntropyBackward", ("grad_output", "input", "target", "weight")),
 )

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import shapes
 from .builder import Builder
-from .spec import Input, OpDef, reduction
+from .spec import PRINCIPAL, Aclnn, Input, OpDef, reduction
 
 # The clamp of x * (1 - x): PyTorch's and the Ascend kernel's 1e-12, which PyTorch stores as a C float, so
 # in double it is float32(1e-12) = 9.99999996e-13 (measured: torch float64 results match this, not 1e-12).
@@ -23,14 +22,6 @@ so `input` of exactly 0 or 1 gives a large finite value in float and double (abo
 or NaN. Values of `input` outside [0, 1] are not checked (PyTorch does not check them either). float16 and
 bfloat16 are computed in float32 and rounded once.
 """
-
-
-def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
-    x = s["input"]
-    for name in ("grad_output", "target", "weight"):
-        if name in s:
-            shapes.check_fits(s[name], x, f"input '{name}'")
-    return x
 
 
 def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str) -> str:
@@ -52,12 +43,15 @@ DEFINITION = OpDef(
     doc=DOC,
     inputs=(
         Input("grad_output", "Gradient of the loss; broadcastable to `input`'s shape (a scalar for `mean`/`sum`)."),
-        Input("input", "Probabilities, any rank."),
+        Input("input", "Probabilities, any rank.", shape=PRINCIPAL),
         Input("target", "Targets, broadcastable to `input`'s shape."),
         Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
     ),
     output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
     attributes=(reduction(),),
-    infer=infer,
     decompose=decompose,
+    output_shape="input",
+    torch=("aten::binary_cross_entropy_backward",),
+    aclnn=Aclnn("aclnnBinaryCrossEntropyBackward", ("gradOutput", "self", "target", "weightOptional"),
+                {"910": True, "310P": True, "A2": True, "A3": True, "950": True}),
 )

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from . import shapes
 from .builder import Builder
-from .spec import Input, OpDef, reduction
+from .spec import EXACT, PRINCIPAL, Aclnn, Gradient, Input, OpDef, reduction
 
 DOC = """\
 Binary cross entropy between `target` and `sigmoid(input)`, computed from the logits directly. Per element,
@@ -18,15 +17,6 @@ non-negative, so nothing cancels, and `softplus(x) = max(x, 0) + log1p(exp(-|x|)
 `mean` divides the sum by the number of elements of `input` (NaN for an empty `input`, as PyTorch);
 `sum` of an empty `input` is 0. float16 and bfloat16 are computed in float32 and rounded once.
 """
-
-
-def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
-    x = s["input"]
-    shapes.check_equal(s["target"], x, "input 'target'")
-    for name in ("weight", "pos_weight"):
-        if name in s:
-            shapes.check_fits(s[name], x, f"input '{name}'")
-    return x if attrs["reduction"] == "none" else ()
 
 
 def log1p(b: Builder, u: str) -> str:
@@ -59,14 +49,20 @@ DEFINITION = OpDef(
     summary="Binary cross entropy on logits, with optional weight and pos_weight.",
     doc=DOC,
     inputs=(
-        Input("input", "Logits, any rank (0 included)."),
-        Input("target", "Targets (usually in [0, 1]); exactly the shape of `input`."),
+        Input("input", "Logits, any rank (0 included).", shape=PRINCIPAL),
+        Input("target", "Targets (usually in [0, 1]); exactly the shape of `input`.", shape=EXACT),
         Input("weight", "Per-element rescaling weight, broadcastable to `input`'s shape.", optional=True),
         Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape (typically `[C]`).",
               optional=True),
     ),
     output=Input("output", "`input`'s shape for `none`; a scalar (rank 0) for `mean` and `sum`."),
     attributes=(reduction(),),
-    infer=infer,
     decompose=decompose,
+    reduces=True,
+    # the custom op is what training-step export traces instead (aten has no backward operator for it)
+    torch=("aten::binary_cross_entropy_with_logits", "lossops::binary_cross_entropy_with_logits"),
+    aclnn=Aclnn("aclnnBinaryCrossEntropyWithLogits", ("self", "target", "weightOptional", "posWeightOptional"),
+                {"910": True, "310P": True, "A2": True, "A3": None, "950": None}),
+    gradient=Gradient("BinaryCrossEntropyWithLogitsBackward",
+                      ("grad_output", "input", "target", "weight", "pos_weight")),
 )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from . import shapes
 from .binary_cross_entropy_with_logits import DEFINITION as FORWARD
 from .builder import Builder
-from .spec import Input, OpDef
+from .spec import EXACT, PRINCIPAL, Input, OpDef
 
 DOC = """\
 Gradient of `binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)` with respect
@@ -16,15 +15,6 @@ to `input`:
 divided by the number of elements of `input` for `mean` (PyTorch's formula; it has no aten operator).
 float16 and bfloat16 compute in float32.
 """
-
-
-def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
-    x = s["input"]
-    shapes.check_equal(s["target"], x, "input 'target'")
-    for name in ("grad_output", "weight", "pos_weight"):
-        if name in s:
-            shapes.check_fits(s[name], x, f"input '{name}'")
-    return x
 
 
 def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str, pos_weight: str) -> str:
@@ -47,13 +37,14 @@ DEFINITION = OpDef(
     doc=DOC,
     inputs=(
         Input("grad_output", "Gradient of the loss; broadcastable to `input`'s shape (a scalar for `mean`/`sum`)."),
-        Input("input", "Logits, any rank."),
-        Input("target", "Targets; exactly the shape of `input`."),
+        Input("input", "Logits, any rank.", shape=PRINCIPAL),
+        Input("target", "Targets; exactly the shape of `input`.", shape=EXACT),
         Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
         Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape.", optional=True),
     ),
     output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
     attributes=FORWARD.attributes,
-    infer=infer,
     decompose=decompose,
+    output_shape="input",
+    torch=("lossops::binary_cross_entropy_with_logits_backward",),  # no aten operator exists for it
 )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from . import shapes
 from .builder import Builder
 from .kl_div_backward import DEFINITION as BACKWARD
-from .spec import Input, OpDef
+from .spec import BROADCAST, PRINCIPAL, Gradient, Input, OpDef
 
 DOC = """\
 Kullback-Leibler divergence loss between log-probabilities `input` and `target`:
@@ -17,11 +16,6 @@ over the broadcast shape of `input` and `target`; `mean` divides the sum by its 
 `batchmean` by `input.shape[0]` (not at all for a scalar `input`), as PyTorch. Its gradient with respect to
 `input` is KlDivBackward. float16 and bfloat16 compute in float32.
 """
-
-
-def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
-    full = shapes.broadcast(s["input"], s["target"], "inputs 'input' and 'target'")
-    return full if attrs["reduction"] == "none" else ()
 
 
 def decompose(b: Builder, input: str, target: str) -> str:
@@ -50,11 +44,15 @@ DEFINITION = OpDef(
     summary="Kullback-Leibler divergence loss (the forward of KlDivBackward).",
     doc=DOC,
     inputs=(
-        Input("input", "Log-probabilities, any rank."),
-        Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`."),
+        Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL),
+        Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`.",
+              shape=BROADCAST),
     ),
     output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
     attributes=BACKWARD.attributes,
-    infer=infer,
     decompose=decompose,
+    reduces=True,
+    # torch.export keeps aten::kl_div whole; training-step export traces the custom op (it has a backward)
+    torch=("aten::kl_div", "lossops::kl_div"),
+    gradient=Gradient("KlDivBackward", ("grad_output", "input", "target")),
 )

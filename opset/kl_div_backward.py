@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from onnx import TensorProto, helper
 
-from . import shapes
 from .builder import Builder
-from .spec import Attribute, Input, OpDef, reduction
+from .spec import BROADCAST, PRINCIPAL, Aclnn, Attribute, Input, OpDef, reduction
 
 DOC = """\
 Gradient of `kl_div(input, target, reduction, log_target)` with respect to `input`. The forward is
@@ -23,12 +22,6 @@ where the aclnn page says "the batch size"), and summed over the axes that broad
 stretched in `input`, so that `grad_input` has `input`'s shape. float16 and bfloat16 are computed in
 float32 and rounded once.
 """
-
-
-def infer(s: dict[str, shapes.Shape], attrs: dict) -> shapes.Shape:
-    full = shapes.broadcast(s["input"], s["target"], "inputs 'input' and 'target'")
-    shapes.check_fits(s["grad_output"], full, "input 'grad_output'")
-    return s["input"]
 
 
 def sum_to_shape_of(b: Builder, d: str, input: str, target: str, grad_output: str) -> str:
@@ -94,8 +87,9 @@ DEFINITION = OpDef(
     doc=DOC,
     inputs=(
         Input("grad_output", "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`."),
-        Input("input", "Log-probabilities, any rank."),
-        Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`."),
+        Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL),
+        Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`.",
+              shape=BROADCAST),
     ),
     output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
     attributes=(
@@ -103,6 +97,9 @@ DEFINITION = OpDef(
         Attribute("log_target", "1 when `target` holds log-probabilities, 0 (default) when probabilities.",
                   0, (0, 1)),
     ),
-    infer=infer,
     decompose=decompose,
+    output_shape="input",
+    torch=("lossops::kl_div_backward",),  # aten::kl_div_backward was removed (PyTorch PR #80334)
+    aclnn=Aclnn("aclnnKlDivBackward", ("gradOutput", "self", "target"),
+                {"910": False, "310P": False, "A2": True, "A3": True, "950": True}),
 )

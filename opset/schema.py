@@ -45,7 +45,7 @@ def _inference_function(op: OpDef):
         if missing:  # types not known yet (e.g. inside an untyped function body): nothing to infer
             return
         try:
-            out_shape = op.infer(found, attrs)
+            out_shape = shapes.infer(op, found, attrs)
         except ValueError as e:
             raise ValueError(f"{op.name}: {e}") from None
         out = helper.make_tensor_type_proto(elem_type, None)

@@ -1,11 +1,14 @@
-"""Broadcasting rules of OPS.md over shapes that may be partly symbolic.
+"""The shape rules of OPS.md over shapes that may be partly symbolic, read from each input's rule (`spec.py`).
 
 A dim is an int, a str (a symbolic dim such as "batch") or None (unknown); a shape is a tuple of dims, or
-None when even the rank is unknown. Functions raise ValueError only when a shape is certainly invalid, so
-they serve both static shape inference and (with all-int shapes) run-time checks.
+None when even the rank is unknown. Functions raise ValueError only when a shape is certainly invalid.
+The kernels apply the same rules to concrete shapes in compiled code, and the decompositions guard the
+rules that static inference cannot decide; the messages say the same things.
 """
 
 from __future__ import annotations
+
+from .spec import BROADCAST, EXACT, FITS, OpDef
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
@@ -52,3 +55,27 @@ def check_equal(a: Shape, b: Shape, what: str) -> None:
     same_rank = len(a) == len(b)
     if not same_rank or any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a, b, strict=False)):
         raise ValueError(f"{what} has shape {show(a)}; expected exactly input's shape {show(b)}")
+
+
+def full_shape(op: OpDef, shapes: dict[str, Shape]) -> Shape:
+    """F: `input`'s shape broadcast with every BROADCAST input (checked)."""
+    full = shapes["input"]
+    for i in op.inputs:
+        if i.shape == BROADCAST and i.name in shapes:
+            full = broadcast(full, shapes[i.name], f"inputs 'input' and '{i.name}'")
+    return full
+
+
+def infer(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
+    """The output shape of `op` for the shapes of its present inputs; ValueError when a rule is broken."""
+    full = full_shape(op, shapes)
+    for i in op.inputs:
+        if i.name not in shapes:
+            continue
+        if i.shape == EXACT:
+            check_equal(shapes[i.name], shapes["input"], f"input '{i.name}'")
+        elif i.shape == FITS:
+            check_fits(shapes[i.name], full, f"input '{i.name}'")
+    if op.reduces and attrs["reduction"] != "none":
+        return ()
+    return shapes["input"] if op.output_shape == "input" else full

@@ -1,4 +1,11 @@
-"""The shape of an operator definition. Schemas, kernels, the CLI and the docs all read these objects."""
+"""The operator record: everything lossops knows about one operator, in one object that every layer reads.
+
+An `OpDef` is the ONNX interface (inputs with their shape rule, attributes, docs), the decomposition into
+standard ops, and the facts other systems need: the PyTorch operators that mean the same, the Ascend aclnn
+API with its argument names and the parts its page lists, and the operator computing its gradient.
+Kernels, conformance oracles and cases attach to an operator by name through their own registries
+(`@kernel`, `@oracle`, `@cases`); tests/test_registry.py fails when an operator lacks one.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +22,23 @@ TENSOR_TYPES: dict[int, str] = {
     TensorProto.DOUBLE: "tensor(double)",
 }
 
+# The reductions, at their index in the enum that aten and aclnn share (`int64_t reduction`).
+REDUCTIONS = ("none", "mean", "sum", "batchmean")
+
+# How an input's shape relates to the others (OPS.md's "shape rule" column). S is the shape of the input
+# named `input`; F, the shape the operator computes over, is S broadcast with every BROADCAST input.
+PRINCIPAL = "principal"  # the input named `input`: its shape is S
+EXACT = "exact"  # exactly S
+FITS = "fits"  # broadcastable to F without enlarging it
+BROADCAST = "broadcast"  # broadcasts with `input` either way; F is their broadcast shape
+
 
 @dataclass(frozen=True)
 class Input:
     name: str
     doc: str
     optional: bool = False
+    shape: str = FITS
 
 
 @dataclass(frozen=True)
@@ -36,18 +54,40 @@ class Attribute:
 
     def check(self, op: str, value: object) -> None:
         """Raise ValueError naming the operator and the attribute when value is not allowed."""
+        if not isinstance(value, self.kind):  # a FLOAT log_target of 1.0 must not read as 0
+            raise ValueError(f"{op}: attribute '{self.name}' is {value!r} ({type(value).__name__}); expected "
+                             f"a {self.kind.__name__}, one of " + ", ".join(repr(a) for a in self.allowed))
         if value not in self.allowed:
             allowed = ", ".join(repr(a) for a in self.allowed)
             raise ValueError(f"{op}: attribute '{self.name}' is {value!r}; expected one of {allowed}")
 
 
 @dataclass(frozen=True)
-class OpDef:
-    """One lossops operator: its interface (schema) and the hooks that give it meaning.
+class Aclnn:
+    """The Ascend aclnn API an operator is, as its API page documents it."""
 
-    `infer(node_shapes, attrs) -> output shape` works on shapes whose dims are int, str (symbolic)
-    or None (unknown) and raises ValueError for invalid shapes. `decompose(builder, names, attrs)`
-    emits the standard-op formulation into a function builder.
+    api: str
+    arguments: tuple[str, ...]  # its tensor arguments, in the operator's input order
+    # Ascend part -> listed as supported (True), listed as not supported (False), not listed (None: unknown)
+    products: dict[str, bool | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Gradient:
+    """The node computing d loss / d input of a forward operator (targets and weights are data)."""
+
+    backward: str
+    inputs: tuple[str, ...]  # the backward's inputs: "grad_output" (the loss's gradient) or forward input names
+
+
+@dataclass(frozen=True)
+class OpDef:
+    """One lossops operator.
+
+    `output_shape` is "full" (F) or "input" (S: the gradient of `input`, summed back over broadcast axes);
+    with `reduces`, a reduction other than none makes the output a scalar (a loss). `decompose(builder,
+    *input names)` emits the standard-op formulation. `torch` names the PyTorch operators whose arguments
+    are this operator's inputs in order, then the reduction code (and log_target): the exporters map them.
     """
 
     name: str
@@ -56,21 +96,32 @@ class OpDef:
     inputs: tuple[Input, ...]
     output: Input
     attributes: tuple[Attribute, ...]
-    infer: Callable
     decompose: Callable
-    examples: tuple[str, ...] = field(default=())
+    output_shape: str = "full"
+    reduces: bool = False
+    torch: tuple[str, ...] = ()
+    aclnn: Aclnn | None = None
+    gradient: Gradient | None = None
 
     def attribute(self, name: str) -> Attribute:
         return next(a for a in self.attributes if a.name == name)
+
+    def input(self, name: str) -> Input:
+        return next(i for i in self.inputs if i.name == name)
+
+    @property
+    def principal(self) -> int:
+        return next(k for k, i in enumerate(self.inputs) if i.shape == PRINCIPAL)
 
     def defaults(self) -> dict[str, str | int]:
         return {a.name: a.default for a in self.attributes}
 
     def resolve(self, given: dict[str, object]) -> dict[str, str | int]:
-        """Attribute values with defaults filled in, each checked against the schema."""
+        """Attribute values with defaults filled in, each checked against the schema (name, type, value)."""
         unknown = set(given) - {a.name for a in self.attributes}
         if unknown:
-            raise ValueError(f"{self.name}: unknown attribute(s) {sorted(unknown)}")
+            raise ValueError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; its attributes are "
+                             f"{[a.name for a in self.attributes]}")
         values = {**self.defaults(), **given}
         for a in self.attributes:
             a.check(self.name, values[a.name])
@@ -88,3 +139,9 @@ def reduction(*extra: str) -> Attribute:
     if "batchmean" in extra:
         doc += " 'batchmean' divides the sum by the size of the first dimension of `input`."
     return Attribute("reduction", doc, "mean", ("none", "mean", "sum", *extra))
+
+
+# The Ascend parts that aclnn pages list (OPS.md "Ascend product support"); bfloat16 only on some of them.
+ASCEND_PARTS = ("910", "310P", "A2", "A3", "950")
+ASCEND_BFLOAT16 = ("A2", "A3", "950")
+ASCEND_MAX_RANK = 8

@@ -15,6 +15,7 @@ import onnxruntime
 from onnx import ModelProto, TensorProto
 
 from .. import opset
+from ..opset.spec import ASCEND_BFLOAT16, ASCEND_MAX_RANK, ASCEND_PARTS
 
 SUPPORT = json.loads((Path(__file__).parent / "cann_support.json").read_text())
 PROVIDER = "CANNExecutionProvider"
@@ -22,15 +23,7 @@ PROVIDER = "CANNExecutionProvider"
 # otherwise force float16), and do not write .om files into the working directory.
 DEFAULT_OPTIONS = {"enable_cann_subgraph": "1", "precision_mode": "must_keep_origin_dtype", "dump_om_model": "0"}
 
-# OPS.md "Ascend product support": operator -> parts whose aclnn page lists it; bfloat16 only on A2/A3/950.
-SOCS = ("910", "310P", "A2", "A3", "950")
-PRODUCT_SUPPORT = {
-    "BinaryCrossEntropyWithLogits": {"910": True, "310P": True, "A2": True, "A3": None, "950": None},
-    "BinaryCrossEntropyBackward": {"910": True, "310P": True, "A2": True, "A3": True, "950": True},
-    "KlDivBackward": {"910": False, "310P": False, "A2": True, "A3": True, "950": True},
-}
-BFLOAT16_SOCS = {"A2", "A3", "950"}
-MAX_RANK = 8
+MODES = ("graph", "single-op")  # the provider's graph mode (enable_cann_graph, its default) and single-op mode
 
 
 @dataclass
@@ -47,8 +40,8 @@ def _label(k: int, node: onnx.NodeProto) -> str:
 def placement(model: ModelProto, mode: str = "graph") -> list[Placement]:
     """Node by node: would the CANN provider claim it (graph mode: cann_graph.cc's rules; single-op mode: the
     wheel's kernel table, by op, opset version and element type)."""
-    if mode not in ("graph", "single-op"):
-        raise ValueError(f"mode is {mode!r}; expected 'graph' or 'single-op'")
+    if mode not in MODES:
+        raise ValueError(f"mode is {mode!r}; expected one of {', '.join(MODES)}")
     version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
     initializers = {i.name for i in model.graph.initializer}
     types = {}
@@ -100,8 +93,8 @@ _TYPE_NAMES = {TensorProto.FLOAT: "float", TensorProto.FLOAT16: "MLFloat16", Ten
 
 def soc_problems(model: ModelProto, soc: str) -> list[tuple[str, str]]:
     """The aclnn limits of one Ascend part, for each lossops node: (node, problem)."""
-    if soc not in SOCS:
-        raise ValueError(f"soc is {soc!r}; expected one of {', '.join(SOCS)}")
+    if soc not in ASCEND_PARTS:
+        raise ValueError(f"soc is {soc!r}; expected one of {', '.join(ASCEND_PARTS)}")
     inferred = onnx.shape_inference.infer_shapes(model)
     values = {v.name: v.type.tensor_type for v in (*inferred.graph.input, *inferred.graph.value_info)}
     problems = []
@@ -109,8 +102,9 @@ def soc_problems(model: ModelProto, soc: str) -> list[tuple[str, str]]:
         if node.domain != opset.DOMAIN:
             continue
         label = _label(k, node)
-        listed = PRODUCT_SUPPORT.get(node.op_type, {}).get(soc)
-        if node.op_type not in PRODUCT_SUPPORT:
+        aclnn = opset.get(node.op_type).aclnn if node.op_type in opset.OPS else None
+        listed = aclnn.products.get(soc) if aclnn else None
+        if aclnn is None:
             problems.append((label, f"{node.op_type} has no aclnn counterpart (a lossops training companion)"))
         elif listed is False:
             problems.append((label, f"{node.op_type} is not supported on {soc} (aclnn page)"))
@@ -118,10 +112,11 @@ def soc_problems(model: ModelProto, soc: str) -> list[tuple[str, str]]:
             problems.append((label, f"{node.op_type} is not listed for {soc} on its aclnn page: unknown"))
         for name in (i for i in node.input if i in values):
             t = values[name]
-            if t.elem_type == TensorProto.BFLOAT16 and soc not in BFLOAT16_SOCS:
+            if t.elem_type == TensorProto.BFLOAT16 and soc not in ASCEND_BFLOAT16:
                 problems.append((label, f"input '{name}' is bfloat16, which {soc} does not support (A2/A3/950 only)"))
-            if t.HasField("shape") and len(t.shape.dim) > MAX_RANK:
-                problems.append((label, f"input '{name}' has rank {len(t.shape.dim)}; aclnn takes at most {MAX_RANK}"))
+            if t.HasField("shape") and len(t.shape.dim) > ASCEND_MAX_RANK:
+                problems.append((label, f"input '{name}' has rank {len(t.shape.dim)}; aclnn takes at most "
+                                        f"{ASCEND_MAX_RANK}"))
     return problems
 
 

@@ -14,7 +14,7 @@ from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import node_model
 from lossops.converters import ort_training
-from lossops.opset.gradients import GRADIENTS, gradient_node
+from lossops.opset.gradients import gradient_node
 from lossops.train_demo import problems, run
 
 logging.getLogger("torch").setLevel(logging.ERROR)
@@ -42,7 +42,7 @@ def _gradient(op: str, inputs: list[np.ndarray], attrs: dict, grad_output: np.nd
     node = gradient_node(forward, "grad_output", "grad_input")
     backward = node.op_type
     by_name = dict(zip([i.name for i in opset.get(op).inputs], inputs, strict=False)) | {"grad_output": grad_output}
-    args = [by_name.get(n) for n in GRADIENTS[op].inputs]
+    args = [by_name.get(n) for n in opset.get(op).gradient.inputs]
     model, feeds = node_model(backward, args, "float64", opset.node_attributes(node))
     return BACKENDS[backend](model, list(feeds.values()))
 
@@ -96,7 +96,7 @@ def test_training_follows_pytorch(index, mode):
         torch_losses, ort_losses, torch_params, ort_params, exported = run(problems()[index], 20, mode=mode)
     lossops_ops = {n.op_type for n in exported.model.graph.node if n.domain == opset.DOMAIN}
     forward = {0: "BinaryCrossEntropyWithLogits", 1: "BinaryCrossEntropy", 2: "KlDiv"}[index]
-    assert lossops_ops == {forward, GRADIENTS[forward].backward}
+    assert lossops_ops == {forward, opset.get(forward).gradient.backward}
     np.testing.assert_allclose(ort_losses, torch_losses, rtol=1e-5)
     assert torch_losses[-1] < torch_losses[0] * 0.9  # it trains
     for name, p in torch_params.items():
