@@ -1,5 +1,6 @@
-"""`lossops bench`: the kernels against the decomposition on ONNX Runtime, PyTorch eager and the memory
-roofline, measured side by side in one run."""
+"""`lossops bench`: every operator on the kernels against its decomposition on ONNX Runtime, PyTorch eager and
+the memory roofline, measured side by side in one run (timing.py: each runner in steady state, blocks of
+runners alternated, medians and the spread of the blocks)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import os
 import platform
 import time
-import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -15,54 +16,45 @@ import onnxruntime
 from onnx import TensorProto, helper
 
 from . import opset
+from .extras import available, require
+from .opset.spec import LOG_PROBABILITY, POSITIVE, PROBABILITY
 from .ort_ext import InferenceSession
-from .ort_ext.kernels import KERNELS, parallel
-from .ort_ext.kernels.parallel import for_each_range, num_threads
+from .ort_ext.kernels import engine, workspace_bytes
+from .timing import Timing, steady
 
-OPS = ("BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward")
 ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+SPREAD_MARK = 2.0  # a row whose kernels or comparison block medians differ by more than this is marked
+QUIET_FROM = 10**6  # from here on each block starts on a quiet process (timing.settle)
 
 
-@dataclass
-class Row:
-    op: str
-    dtype: str
-    reduction: str
-    elements: int
-    kernels_s: float
-    decomposition_s: float
-    torch_s: float | None
-    stream_s: float  # STREAM copy or add (the faster) of the same bytes, timed with the case
-    bytes: int
-    roofline_s: float = 0.0  # bytes / the run's memory bandwidth (`roofline`)
-
-    @property
-    def gbps(self) -> float:
-        return self.bytes / self.kernels_s / 1e9
-
-    @property
-    def of_roofline(self) -> float:
-        return self.roofline_s / self.kernels_s
-
-
-def inputs_for(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[str, np.ndarray]:
-    """Inputs of one benchmark case: full-size tensors, grad_output a scalar for reduced losses."""
+def sample(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[str, np.ndarray]:
+    """The required inputs of `op` as full tensors of n elements, each drawn from its input's domain; the
+    loss gradient is a scalar when the reduction reduces."""
     r = np.random.default_rng(seed)
     d = np.dtype(dtype)
-    full = lambda a: a.astype(d)  # noqa: E731
-    grad = np.array(1.0, d) if reduction != "none" else full(r.normal(size=n))
-    if op == "BinaryCrossEntropyWithLogits":
-        return {"input": full(r.normal(scale=3, size=n)), "target": full(r.uniform(size=n))}
-    if op == "BinaryCrossEntropyBackward":
-        return {"grad_output": grad, "input": full(r.uniform(0.01, 0.99, size=n)), "target": full(r.uniform(size=n))}
-    return {"grad_output": grad, "input": full(r.normal(size=n)), "target": full(r.uniform(size=n))}
+    draw = {PROBABILITY: lambda: r.uniform(0.01, 0.99, n), POSITIVE: lambda: r.uniform(0.5, 2, n),
+            LOG_PROBABILITY: lambda: np.log(r.uniform(0.001, 1, n))}
+    feeds = {}
+    for i in opset.get(op).inputs:
+        if i.optional:
+            continue
+        if i.name == "grad_output" and reduction != "none":
+            feeds[i.name] = np.array(1.0, d)
+        else:
+            feeds[i.name] = draw.get(i.domain, lambda: r.normal(scale=3, size=n))().astype(d)
+    return feeds
 
 
 def bytes_moved(op: str, feeds: dict[str, np.ndarray], reduction: str) -> int:
-    """Bytes the operator must read and write at least. KlDivBackward reads only input's shape, not its data."""
-    read = sum(a.nbytes for k, a in feeds.items() if not (op == "KlDivBackward" and k == "input"))
-    out = feeds["input"].nbytes if not (op == "BinaryCrossEntropyWithLogits" and reduction != "none") else 0
-    return read + out
+    """Bytes the operator must read and write at least: the inputs whose data it reads, and its output."""
+    from .ort_ext.kernels import KERNELS
+
+    reads = KERNELS[op].reads
+    names = [i.name for i in opset.get(op).inputs]
+    read = sum(a.nbytes for k, a in feeds.items() if reads[names.index(k)])
+    principal = feeds["input"]
+    reduced = opset.get(op).reduces and reduction != "none"
+    return read + (0 if reduced else principal.nbytes)
 
 
 def model_for(op: str, feeds: dict[str, np.ndarray], dtype: str, reduction: str):
@@ -74,145 +66,142 @@ def model_for(op: str, feeds: dict[str, np.ndarray], dtype: str, reduction: str)
 
 
 def torch_eager(op: str, feeds: dict[str, np.ndarray], reduction: str):
-    """The same computation in PyTorch eager (KL's backward has no aten op: autograd computes -t * g)."""
+    """The same computation in PyTorch eager: the functional loss, aten's backward where one exists, else
+    the formula autograd evaluates (KL's gradient -t*g; BCE-with-logits' through sigmoid)."""
     import torch
+    import torch.nn.functional as F
 
     t = {k: torch.from_numpy(v) for k, v in feeds.items()}
-    codes = {"none": 0, "mean": 1, "sum": 2}
+    x = t["input"]
+    n = x.numel()
+    scale = 1 / n if reduction == "mean" else 1.0
     if op == "BinaryCrossEntropyWithLogits":
-        return lambda: torch.nn.functional.binary_cross_entropy_with_logits(t["input"], t["target"],
-                                                                            reduction=reduction)
+        return lambda: F.binary_cross_entropy_with_logits(x, t["target"], reduction=reduction)
+    if op == "BinaryCrossEntropy":
+        return lambda: F.binary_cross_entropy(x, t["target"], reduction=reduction)
+    if op == "KlDiv":
+        return lambda: F.kl_div(x, t["target"], reduction=reduction)
+    g = t["grad_output"]
     if op == "BinaryCrossEntropyBackward":
-        g = t["grad_output"].expand(t["input"].shape)
-        return lambda: torch.ops.aten.binary_cross_entropy_backward(g, t["input"], t["target"], None,
-                                                                    codes[reduction])
-    n = t["input"].numel()
-    if reduction == "mean":
-        return lambda: torch.neg(t["target"]).mul_(t["grad_output"]).div_(n)
-    return lambda: torch.neg(t["target"]).mul_(t["grad_output"])
+        code = opset.spec.REDUCTIONS.index(reduction)
+        return lambda: torch.ops.aten.binary_cross_entropy_backward(g.expand(x.shape), x, t["target"], None, code)
+    if op == "KlDivBackward":
+        return lambda: torch.mul(t["target"], g).neg_().mul_(scale)
+    y = t["target"]  # BinaryCrossEntropyWithLogitsBackward, no pos_weight: (sigmoid(x) - y) * g
+    return lambda: torch.sigmoid(x).sub_(y).mul_(g).mul_(scale)
 
 
 class Stream:
-    """STREAM's copy (b = a) or add (c = a + b) over arrays that hold `nbytes` in all, on the kernels' threads,
-    timed interleaved with the case that moves those bytes (measured once per run instead, this VM's copy
-    bandwidth read anywhere from 21 to 41 GB/s)."""
+    """STREAM's copy (b = a) or add (c = a + b) over arrays holding `nbytes` in all, split over `threads`
+    threads (numpy releases the GIL), timed with the cases that move those bytes."""
 
-    def __init__(self, kind: str, nbytes: int):
+    def __init__(self, kind: str, nbytes: int, pool: ThreadPoolExecutor, threads: int):
         arrays = 2 if kind == "copy" else 3
-        self.kind = kind
+        self.kind, self.pool, self.threads = kind, pool, threads
         self.a, *self.rest = (np.ones(max(1, nbytes // (4 * arrays)), np.float32) for _ in range(arrays))
 
-    def __call__(self) -> None:
-        a, rest = self.a, self.rest
+    def _part(self, k: int) -> None:
+        lo, hi = self.a.size * k // self.threads, self.a.size * (k + 1) // self.threads
         if self.kind == "copy":
-            for_each_range(a.size, lambda lo, hi: np.copyto(rest[0][lo:hi], a[lo:hi]))
+            np.copyto(self.rest[0][lo:hi], self.a[lo:hi])
         else:
-            for_each_range(a.size, lambda lo, hi: np.add(a[lo:hi], rest[0][lo:hi], out=rest[1][lo:hi]))
+            np.add(self.a[lo:hi], self.rest[0][lo:hi], out=self.rest[1][lo:hi])
+
+    def __call__(self) -> None:
+        list(self.pool.map(self._part, range(self.threads)))
 
 
-# From 1e6 elements, each timed call starts on a quiet machine: ORT's and PyTorch's (OpenMP) worker threads spin
-# after a call, for longer than 50 ms in ORT's case. Measured on 2 cores at 1e7: a copy right after the
-# decomposition took 13.4 ms, 6.8 ms elsewhere in the round. Not below: there the wait costs more than it saves
-# (a sleeping core's wake-up: at 1e3 BCE backward took 0.32 ms after a 10 ms sleep, 0.09 ms without; at 1e5
-# 0.7 ms against 0.2 ms).
-SETTLE_FROM = 10**6
+@dataclass
+class Row:
+    op: str
+    dtype: str
+    reduction: str
+    elements: int
+    kernels: Timing
+    decomposition: Timing
+    torch: Timing | None
+    stream_s: float  # best STREAM pass over the same bytes, timed with the case
+    bytes: int
+    roofline_s: float = 0.0  # bytes over the run's memory bandwidth (`roofline`)
+
+    @property
+    def gbps(self) -> float:
+        return self.bytes / self.kernels.median / 1e9
+
+    @property
+    def of_roofline(self) -> float:
+        return self.roofline_s / self.kernels.median
+
+    @property
+    def noisy(self) -> bool:
+        spreads = [self.kernels.spread, self.decomposition.spread] + ([self.torch.spread] if self.torch else [])
+        return max(spreads) > SPREAD_MARK
 
 
-def settle(limit_s: float = 1.0) -> None:
-    """Sleep until this process's threads stop using CPU (less than 1 ms of CPU time in a 5 ms sleep)."""
-    end = time.perf_counter() + limit_s
-    while time.perf_counter() < end:
-        cpu = time.process_time()
-        time.sleep(0.005)
-        if time.process_time() - cpu < 0.001:
-            return
-
-
-def timed(fns: dict[str, object], repeat: int, quiet: bool) -> dict[str, float]:
-    """Median seconds of each callable, run interleaved (round robin) after one warm-up each; with `quiet`,
-    each call waits for the machine to settle first."""
-    for fn in fns.values():
-        fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for k, fn in fns.items():
-            if quiet:
-                settle()
-            t0 = time.perf_counter()
-            fn()
-            times[k].append(time.perf_counter() - t0)
-    return {k: float(np.median(v)) for k, v in times.items()}
-
-
-def run_bench(sizes: list[int], dtypes: list[str], reductions: list[str], repeat: int, threads: int) -> list[Row]:
-    try:
+def run_bench(ops: list[str], sizes: list[int], dtypes: list[str], reductions: list[str], threads: int,
+              blocks: int) -> list[Row]:
+    torch = None
+    if available("torch"):
         import torch
 
         torch.set_num_threads(threads)
-    except ImportError:
-        torch = None
     so = onnxruntime.SessionOptions()
     so.intra_op_num_threads = threads
     rows = []
-    for op in OPS:
-        for dtype in dtypes:
-            for reduction in reductions:
-                for n in sizes:
-                    feeds = inputs_for(op, n, dtype, reduction)
-                    model = model_for(op, feeds, dtype, reduction).SerializeToString()
-                    kernels = InferenceSession(model, so, mode="kernels")
-                    plain = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-                    moved = bytes_moved(op, feeds, reduction)
-                    fns = {"kernels": lambda s=kernels, f=feeds: s.run(None, f),
-                           "decomposition": lambda s=plain, f=feeds: s.run(None, f),
-                           "copy": Stream("copy", moved), "add": Stream("add", moved)}
-                    if torch is not None:
-                        fns["torch"] = torch_eager(op, feeds, reduction)
-                    t = timed(fns, repeat, quiet=n >= SETTLE_FROM)
-                    rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
-                                    min(t["copy"], t["add"]), moved))
+    with ThreadPoolExecutor(threads) as pool:
+        for op in ops:
+            for dtype in dtypes:
+                for reduction in reductions:
+                    for n in sizes:
+                        feeds = sample(op, n, dtype, reduction)
+                        model = model_for(op, feeds, dtype, reduction).SerializeToString()
+                        kernels = InferenceSession(model, so, mode="kernels")
+                        plain = onnxruntime.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+                        moved = bytes_moved(op, feeds, reduction)
+                        runners = {"kernels": lambda s=kernels, f=feeds: s.run(None, f),
+                                   "decomposition": lambda s=plain, f=feeds: s.run(None, f),
+                                   "copy": Stream("copy", moved, pool, threads),
+                                   "add": Stream("add", moved, pool, threads)}
+                        if torch is not None:
+                            runners["torch"] = torch_eager(op, feeds, reduction)
+                        calls = max(3, min(25, int(2e6 // max(n, 1))))
+                        t = steady(runners, blocks=blocks, calls=calls, quiet=n >= QUIET_FROM)
+                        rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
+                                        min(t["copy"].median, t["add"].median), moved))
     return rows
 
 
-def fixed_cost(rounds: int = 5, calls: int = 200) -> tuple[float, float]:
-    """Seconds of one run at 1e3 float32 elements, an Identity model and BCE backward on the kernels: medians
-    of `calls` interleaved runs, then the round with the median difference (this VM's speed drifts by 2x
-    over minutes; the two move together)."""
-    feeds = inputs_for("BinaryCrossEntropyBackward", 1000, "float32", "none")
+def fixed_cost(blocks: int = 7) -> dict[str, float]:
+    """Seconds of one run with 16 float32 elements: an Identity model against BinaryCrossEntropyBackward on
+    the kernels (three inputs), both through lossops' InferenceSession, in steady state."""
+    feeds = sample("BinaryCrossEntropyBackward", 16, "float32", "none")
     identity = helper.make_model(helper.make_graph(
         [helper.make_node("Identity", ["input"], ["output"])], "identity",
-        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1000])],
-        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [1000])]),
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [16])],
+        [helper.make_tensor_value_info("output", TensorProto.FLOAT, [16])]),
         opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
-    s_id = onnxruntime.InferenceSession(identity.SerializeToString(), providers=["CPUExecutionProvider"])
-    s_k = InferenceSession(model_for("BinaryCrossEntropyBackward", feeds, "float32", "none").SerializeToString())
-    results = [timed({"identity": lambda: s_id.run(None, {"input": feeds["input"]}),
-                      "kernel": lambda: s_k.run(None, feeds)}, calls, quiet=False) for _ in range(rounds)]
-    results.sort(key=lambda t: t["kernel"] - t["identity"])
-    return results[len(results) // 2]["identity"], results[len(results) // 2]["kernel"]
+    s_identity = InferenceSession(identity.SerializeToString())
+    s_kernel = InferenceSession(model_for("BinaryCrossEntropyBackward", feeds, "float32", "none").SerializeToString())
+    t = steady({"identity": lambda: s_identity.run(None, {"input": feeds["input"]}),
+                "kernel": lambda: s_kernel.run(None, feeds)}, blocks=blocks, calls=200)
+    return {"identity": t["identity"].median, "kernel": t["kernel"].median}
 
 
-def peak_memory(n: int) -> dict[str, float]:
-    """Peak numpy memory a kernel allocates (tracemalloc), plus the block scratch its threads keep (allocated
-    once per thread, so tracemalloc may not see it), as a multiple of the output's size."""
+def extra_memory(n: int, threads: int) -> dict[str, float]:
+    """Memory a kernel call takes beyond its inputs and output, in output sizes (reduction none, float32):
+    its workspace (heap; what the plan asks for) and the stack of each thread that runs tasks."""
     out = {}
-    for op in OPS:
-        feeds = inputs_for(op, n, "float32", "none")
-        kernel = KERNELS[op]
-        args = list(feeds.values()) + ([None] * (len(opset.get(op).inputs) - len(feeds)))
-        attrs = opset.get(op).resolve({"reduction": "none"})
-        output = np.empty(n, np.float32)
-        tracemalloc.start()
-        kernel(*args, **attrs, alloc=lambda shape, o=output: o)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-        out[op] = (peak + parallel.SCRATCH_BYTES * num_threads()) / output.nbytes
+    for op in opset.OPS:
+        feeds = sample(op, n, "float32", "none")
+        inputs = [feeds.get(i.name) for i in opset.get(op).inputs]
+        extra = workspace_bytes(op, inputs, reduction="none") + engine.PLAN_BYTES + threads * engine.TASK_STACK_BYTES
+        out[op] = extra / (n * 4)
     return out
 
 
 def roofline(rows: list[Row]) -> float:
-    """The run's memory bandwidth: the best of the STREAM passes timed at the largest size (STREAM reports its
-    best too). Every row's roofline is its bytes over this one figure, so the rows compare."""
+    """The run's memory bandwidth: the best STREAM pass timed at the largest size (STREAM reports its best
+    too). Every row's roofline is its bytes over this one figure, so the rows compare."""
     largest = [r for r in rows if r.elements == max(r.elements for r in rows)]
     bandwidth = max(r.bytes / r.stream_s for r in largest)
     for r in rows:
@@ -222,74 +211,73 @@ def roofline(rows: list[Row]) -> float:
 
 def environment(threads: int, bandwidth: float) -> dict:
     versions = {"numpy": np.__version__, "onnxruntime": onnxruntime.__version__}
-    try:
+    if available("torch"):
         import torch
 
         versions["torch"] = torch.__version__
-    except ImportError:
-        pass
     return {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpus": os.cpu_count(),
             "processor": platform.processor(), "threads": threads, "stream_GBps": bandwidth / 1e9,
             "versions": versions}
-
-
-def render(rows: list[Row], env: dict, fixed: tuple[float, float], memory: dict[str, float]) -> str:
-    lines = [f"lossops bench {env['date']}: {env['machine']}, {env['cpus']} cpus, {env['threads']} threads, "
-             f"memory bandwidth {env['stream_GBps']:.1f} GB/s (best STREAM pass); "
-             + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
-             "medians; speed-up = other's time / kernels' time; roofline = bytes the operator moves / memory "
-             "bandwidth, the best of STREAM copy and add timed alongside the 1e7 (or largest) cases",
-             f"{'operator':29s} {'dtype':8s} {'red':5s} {'elements':>9s} {'kernels':>10s} {'GB/s':>6s} "
-             f"{'roofline':>8s} {'vs decomp':>9s} {'vs torch':>8s}"]
-    for r in rows:
-        torch_ratio = f"{r.torch_s / r.kernels_s:7.2f}x" if r.torch_s else "      -"
-        lines.append(f"{r.op:29s} {r.dtype:8s} {r.reduction:5s} {r.elements:9.0e} {_ms(r.kernels_s):>10s} "
-                     f"{r.gbps:6.1f} {r.of_roofline:8.0%} {r.decomposition_s / r.kernels_s:8.2f}x {torch_ratio}")
-    lines.append(f"fixed cost at 1e3 float32: Identity model {fixed[0] * 1e6:.1f} us, BCE backward on the kernels "
-                 f"{fixed[1] * 1e6:.1f} us (+{(fixed[1] - fixed[0]) * 1e6:.1f} us)")
-    lines.append("peak extra memory during a 1e7 'none' call (numpy's, plus the kernels' per-thread block scratch), "
-                 "in output sizes: "
-                 + ", ".join(f"{k} {v:.2f}" for k, v in memory.items()))
-    return "\n".join(lines)
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.3f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def plot(rows: list[Row], path: str) -> None:
-    from .extras import require
+def render(rows: list[Row], env: dict, fixed: dict[str, float], memory: dict[str, float]) -> str:
+    lines = [f"lossops bench {env['date']}: {env['machine']}, {env['cpus']} cpus, {env['threads']} threads, "
+             f"memory bandwidth {env['stream_GBps']:.1f} GB/s (best STREAM pass); "
+             + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
+             "medians of block medians, each runner in steady state; speed-up = other's time / kernels' time; "
+             f"roofline = bytes moved / bandwidth; * = a runner's blocks differ by more than {SPREAD_MARK:g}x",
+             f"{'operator':37s} {'dtype':8s} {'red':5s} {'elements':>8s} {'kernels':>10s} {'GB/s':>6s} "
+             f"{'roofline':>8s} {'vs decomp':>9s} {'vs torch':>8s}"]
+    for r in rows:
+        torch_ratio = f"{r.torch.median / r.kernels.median:7.2f}x" if r.torch else "      -"
+        lines.append(f"{r.op:37s} {r.dtype:8s} {r.reduction:5s} {r.elements:8.0e} {_ms(r.kernels.median):>10s} "
+                     f"{r.gbps:6.1f} {r.of_roofline:8.0%} {r.decomposition.median / r.kernels.median:8.2f}x "
+                     f"{torch_ratio}{' *' if r.noisy else ''}")
+    lines.append(f"fixed cost, 16 float32 elements: Identity {fixed['identity'] * 1e6:.1f} us, "
+                 f"BinaryCrossEntropyBackward on the kernels {fixed['kernel'] * 1e6:.1f} us "
+                 f"({fixed['kernel'] / fixed['identity']:.2f}x)")
+    lines.append("extra memory of a 1e7 'none' call (workspace, plus the stack of the calling thread and of each "
+                 "task thread), in output sizes: " + ", ".join(f"{k} {v:.3f}" for k, v in memory.items()))
+    return "\n".join(lines)
 
+
+def plot(rows: list[Row], path: str) -> None:
     require("matplotlib", "lossops bench --plot").use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4), sharey=True)
-    for ax, op in zip(axes, OPS, strict=True):
+
+    ops = sorted({r.op for r in rows})
+    fig, axes = plt.subplots(1, len(ops), figsize=(4.5 * len(ops), 4), sharey=True, squeeze=False)
+    for ax, op in zip(axes[0], ops, strict=True):
         for dtype in sorted({r.dtype for r in rows}):
             sel = [r for r in rows if r.op == op and r.dtype == dtype and r.reduction == "none"]
             ax.loglog([r.elements for r in sel], [r.gbps for r in sel], "o-", label=f"kernels {dtype}")
-            ax.loglog([r.elements for r in sel], [r.bytes / r.decomposition_s / 1e9 for r in sel], "x--",
+            ax.loglog([r.elements for r in sel], [r.bytes / r.decomposition.median / 1e9 for r in sel], "x--",
                       label=f"decomposition {dtype}")
-        ax.set_title(op)
+        ax.set_title(op, fontsize=8)
         ax.set_xlabel("elements")
-    axes[0].set_ylabel("GB/s (reduction none)")
-    axes[0].legend()
+    axes[0][0].set_ylabel("GB/s (reduction none)")
+    axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)
 
 
-def main(large: bool, repeat: int, as_json: bool, plot_path: str | None, quick: bool) -> int:
-    threads = num_threads()
-    sizes = [10**k for k in range(3, 9 if large else 8)]
-    if quick:
-        sizes = [1000, 100_000]
-    fixed = fixed_cost()  # first, before PyTorch's thread pool and the 1e7 tensors exist
-    rows = run_bench(sizes, ["float32", "float16"], ["none", "mean"], repeat, threads)
+def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: bool, threads: int | None = None,
+         ops: list[str] | None = None) -> int:
+    if plot_path:
+        require("matplotlib", "lossops bench --plot")  # before minutes of measuring, not after
+    threads = threads or len(os.sched_getaffinity(0))
+    sizes = [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
+    fixed = fixed_cost()  # first, before PyTorch's thread pool and the large tensors exist
+    rows = run_bench(ops or list(opset.OPS), sizes, ["float32", "float16"], ["none", "mean"], threads, blocks)
     env = environment(threads, roofline(rows))
-    memory = peak_memory(10**7 if not quick else 10**5)
+    memory = extra_memory(10**7, threads)
     if as_json:
-        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows],
-                          "fixed_cost_s": {"identity": fixed[0], "kernel": fixed[1]},
-                          "peak_memory_in_outputs": memory}, indent=1))
+        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows], "fixed_cost_s": fixed,
+                          "extra_memory_in_outputs": memory}, indent=1))
     else:
         print(render(rows, env, fixed, memory))
     if plot_path:

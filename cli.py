@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-
-import numpy as np
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -69,7 +66,7 @@ def _doctor(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
-    return bench_main(args.large, args.repeat, args.json, args.plot, args.quick)
+    return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op)
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -109,6 +106,7 @@ def _train_demo(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     from .conformance.runner import ALL_BACKENDS
+    from .opset import OPS
     from .opset.spec import ASCEND_PARTS
     from .ort_ext import cann
 
@@ -144,13 +142,16 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(fn=_doctor)
 
     bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline",
-                             description="Time each operator (1e3 to 1e7 elements, float32 and float16, reductions "
-                             "none and mean) on the lossops kernels, on the decomposition in plain onnxruntime (same "
-                             "thread count) and in PyTorch eager when installed, interleaved, medians; and the memory "
-                             "roofline from a STREAM-like copy measured in the same run.")
+                             description="Time every operator (1e3 to 1e7 elements, float32 and float16, reductions "
+                             "none and mean) on the lossops kernels, on its decomposition in plain onnxruntime and in "
+                             "PyTorch eager when installed, all with the same threads, each in steady state (blocks "
+                             "of consecutive calls, runners alternated); and the memory roofline from STREAM copy "
+                             "and add timed alongside.")
     bench.add_argument("--large", action="store_true", help="also 1e8 elements")
     bench.add_argument("--quick", action="store_true", help="only 1e3 and 1e5 elements (a smoke run)")
-    bench.add_argument("--repeat", type=int, default=9, help="timed runs per measurement (default 9, at least 7)")
+    bench.add_argument("--blocks", type=int, default=5, help="blocks of calls per runner and case (default 5)")
+    bench.add_argument("--threads", type=int, help="threads for every runner (default: the CPUs this process may use)")
+    bench.add_argument("--op", action="append", choices=sorted(OPS), help="only this operator (repeatable)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
     bench.set_defaults(fn=_bench)
@@ -197,16 +198,6 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, MissingExtra) as e:
         print(f"lossops {args.verb}: {e}", file=sys.stderr)
         return 2
-
-
-def median_seconds(fn, repeat: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ from onnx import TensorProto, helper
 from . import opset
 from .ort_ext import InferenceSession
 from .ort_ext.session import run_with_bfloat16
+from .timing import median_seconds
 
 DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
           "float64": TensorProto.DOUBLE}
@@ -63,8 +64,6 @@ def _np_dtype(name: str) -> np.dtype:
 
 
 def run_demo(output: Path, repeat: int = 7, size: int = 100_000) -> int:
-    from .cli import median_seconds
-
     model = demo_model(TensorProto.FLOAT)
     onnx.save(model, output)
     n = sum(node.domain == opset.DOMAIN for node in model.graph.node)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .binary_cross_entropy_with_logits import log1p
 from .builder import Builder
-from .spec import EXACT, PRINCIPAL, Gradient, Input, OpDef, reduction
+from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Gradient, Input, OpDef, reduction
 
 LOG_CLAMP = -100.0  # PyTorch clamps both logs at -100, so probabilities of exactly 0 or 1 give finite losses
 
@@ -35,9 +35,9 @@ DEFINITION = OpDef(
     summary="Binary cross entropy on probabilities (the forward of BinaryCrossEntropyBackward).",
     doc=DOC,
     inputs=(
-        Input("input", "Probabilities, any rank.", shape=PRINCIPAL),
-        Input("target", "Targets; exactly the shape of `input`.", shape=EXACT),
-        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
+        Input("input", "Probabilities, any rank.", shape=PRINCIPAL, domain=PROBABILITY),
+        Input("target", "Targets; exactly the shape of `input`.", shape=EXACT, domain=PROBABILITY),
+        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True, domain=POSITIVE),
     ),
     output=Input("output", "`input`'s shape for `none`; a scalar (rank 0) for `mean` and `sum`."),
     attributes=(reduction(),),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import Builder
-from .spec import PRINCIPAL, Aclnn, Input, OpDef, reduction
+from .spec import POSITIVE, PRINCIPAL, PROBABILITY, Aclnn, Input, OpDef, reduction
 
 # The clamp of x * (1 - x): PyTorch's and the Ascend kernel's 1e-12, which PyTorch stores as a C float, so
 # in double it is float32(1e-12) = 9.99999996e-13 (measured: torch float64 results match this, not 1e-12).
@@ -43,9 +43,9 @@ DEFINITION = OpDef(
     doc=DOC,
     inputs=(
         Input("grad_output", "Gradient of the loss; broadcastable to `input`'s shape (a scalar for `mean`/`sum`)."),
-        Input("input", "Probabilities, any rank.", shape=PRINCIPAL),
-        Input("target", "Targets, broadcastable to `input`'s shape."),
-        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
+        Input("input", "Probabilities, any rank.", shape=PRINCIPAL, domain=PROBABILITY),
+        Input("target", "Targets, broadcastable to `input`'s shape.", domain=PROBABILITY),
+        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True, domain=POSITIVE),
     ),
     output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
     attributes=(reduction(),),

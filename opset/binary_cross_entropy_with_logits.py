@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .builder import Builder
-from .spec import EXACT, PRINCIPAL, Aclnn, Gradient, Input, OpDef, reduction
+from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Aclnn, Gradient, Input, OpDef, reduction
 
 DOC = """\
 Binary cross entropy between `target` and `sigmoid(input)`, computed from the logits directly. Per element,
@@ -50,10 +50,12 @@ DEFINITION = OpDef(
     doc=DOC,
     inputs=(
         Input("input", "Logits, any rank (0 included).", shape=PRINCIPAL),
-        Input("target", "Targets (usually in [0, 1]); exactly the shape of `input`.", shape=EXACT),
-        Input("weight", "Per-element rescaling weight, broadcastable to `input`'s shape.", optional=True),
+        Input("target", "Targets (usually in [0, 1]); exactly the shape of `input`.", shape=EXACT,
+              domain=PROBABILITY),
+        Input("weight", "Per-element rescaling weight, broadcastable to `input`'s shape.", optional=True,
+              domain=POSITIVE),
         Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape (typically `[C]`).",
-              optional=True),
+              optional=True, domain=POSITIVE),
     ),
     output=Input("output", "`input`'s shape for `none`; a scalar (rank 0) for `mean` and `sum`."),
     attributes=(reduction(),),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .binary_cross_entropy_with_logits import DEFINITION as FORWARD
 from .builder import Builder
-from .spec import EXACT, PRINCIPAL, Input, OpDef
+from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Input, OpDef
 
 DOC = """\
 Gradient of `binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)` with respect
@@ -38,9 +38,10 @@ DEFINITION = OpDef(
     inputs=(
         Input("grad_output", "Gradient of the loss; broadcastable to `input`'s shape (a scalar for `mean`/`sum`)."),
         Input("input", "Logits, any rank.", shape=PRINCIPAL),
-        Input("target", "Targets; exactly the shape of `input`.", shape=EXACT),
-        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True),
-        Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape.", optional=True),
+        Input("target", "Targets; exactly the shape of `input`.", shape=EXACT, domain=PROBABILITY),
+        Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True, domain=POSITIVE),
+        Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape.", optional=True,
+              domain=POSITIVE),
     ),
     output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
     attributes=FORWARD.attributes,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .builder import Builder
 from .kl_div_backward import DEFINITION as BACKWARD
-from .spec import BROADCAST, PRINCIPAL, Gradient, Input, OpDef
+from .spec import BROADCAST, LOG_PROBABILITY, PRINCIPAL, PROBABILITY, Gradient, Input, OpDef
 
 DOC = """\
 Kullback-Leibler divergence loss between log-probabilities `input` and `target`:
@@ -44,9 +44,9 @@ DEFINITION = OpDef(
     summary="Kullback-Leibler divergence loss (the forward of KlDivBackward).",
     doc=DOC,
     inputs=(
-        Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL),
+        Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL, domain=LOG_PROBABILITY),
         Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`.",
-              shape=BROADCAST),
+              shape=BROADCAST, domain=PROBABILITY),
     ),
     output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
     attributes=BACKWARD.attributes,

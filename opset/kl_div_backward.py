@@ -5,7 +5,7 @@ from __future__ import annotations
 from onnx import TensorProto, helper
 
 from .builder import Builder
-from .spec import BROADCAST, PRINCIPAL, Aclnn, Attribute, Input, OpDef, reduction
+from .spec import BROADCAST, LOG_PROBABILITY, PRINCIPAL, PROBABILITY, Aclnn, Attribute, Input, OpDef, reduction
 
 DOC = """\
 Gradient of `kl_div(input, target, reduction, log_target)` with respect to `input`. The forward is
@@ -87,9 +87,9 @@ DEFINITION = OpDef(
     doc=DOC,
     inputs=(
         Input("grad_output", "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`."),
-        Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL),
+        Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL, domain=LOG_PROBABILITY),
         Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`.",
-              shape=BROADCAST),
+              shape=BROADCAST, domain=PROBABILITY),
     ),
     output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
     attributes=(

@@ -33,12 +33,17 @@ FITS = "fits"  # broadcastable to F without enlarging it
 BROADCAST = "broadcast"  # broadcasts with `input` either way; F is their broadcast shape
 
 
+# What values an input holds (for sampling in benchmarks, demos and fuzz tests; the operators check none).
+REAL, PROBABILITY, LOG_PROBABILITY, POSITIVE = "real", "probability", "log-probability", "positive"
+
+
 @dataclass(frozen=True)
 class Input:
     name: str
     doc: str
     optional: bool = False
     shape: str = FITS
+    domain: str = REAL
 
 
 @dataclass(frozen=True)

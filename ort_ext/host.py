@@ -1,242 +1,290 @@
-"""Runs the numpy kernels inside ONNX Runtime through onnxruntime-extensions, without its Python-op layer.
+"""Runs the lossops kernels inside ONNX Runtime, through onnxruntime-extensions, with no Python per run.
 
-Why not `onnxruntime_extensions.onnx_op`: its handler converts every element through a Python list
-(~70 ns each), aborts the process on any Python exception, cannot take float16/bfloat16 and has neither
-optional inputs nor optional attributes. Instead each operator is an `OrtCustomOp` built with ctypes and
-handed to the extensions library's `AddExternalCustomOp`; the library registers it when a session options
-object loads it. Inputs and outputs are numpy views over ORT's own buffers (no copy), an error becomes an
-`OrtStatus` that `run()` raises as an ordinary exception, and nothing but a C `free` runs when ORT destroys
-a kernel (safe at interpreter shutdown).
+Why not `onnxruntime_extensions.onnx_op`: its handler converts every element through a Python list, aborts
+the process on any Python exception, cannot take float16/bfloat16 and has neither optional inputs nor
+optional attributes (FACTS.md). Instead each operator and element type is an `OrtCustomOp` handed to the
+extensions library's `AddExternalCustomOp`, and the function ORT calls per run is compiled (numba `cfunc`):
+it reads the inputs' shapes and data through the OrtApi table, lets the engine check them against the
+operator's rules, allocates the output through ORT, and runs the tiles on the session's own intra-op threads
+(`KernelContext_ParallelFor`: the session's thread setting holds, and nothing of lossops' lives in a thread
+that a fork or Ctrl-C could leave behind). Every error becomes an OrtStatus that `run()` raises.
 
-The library registers external ops only in its `ai.onnx.contrib` domain, so the session rewrites lossops
-nodes to `ai.onnx.contrib::Lossops<Op>` (prefixed: a name that collides with another op there makes the
-library's registration loop forever). One OrtCustomOp per operator and element type: ORT selects by type.
-Per call, the inputs' shapes and addresses are read by one compiled function (`ort_calls.py`), not by ctypes.
+Python runs only when a session is created: `CreateKernelV2` reads and checks the node's attributes and
+writes the kernel's state into C memory, which ORT releases with C `free`. The compiled functions are made
+immortal, so that they outlive the interpreter's teardown like the C memory they serve.
+
+The library registers external ops only in its `ai.onnx.contrib` domain, so `prepare` renames lossops nodes
+to `ai.onnx.contrib::Lossops<Op>` (prefixed: a name that collides with another op there makes the library's
+registration loop forever).
 """
 
 from __future__ import annotations
 
 import ctypes as C
+import functools
 import threading
-from dataclasses import dataclass
 
 import numpy as np
+from numba import cfunc, types
 from onnx import TensorProto
 
 from ..opset import OPS
-from ..opset.spec import OpDef
-from . import ort_api, ort_calls
-from .kernels import KERNELS, InvalidInput
+from . import capi
+from .kernels import KERNELS, engine
+from .kernels.native import stack, view
 
 KERNEL_DOMAIN = "ai.onnx.contrib"
-ELEMENT_TYPES: dict[int, np.dtype] = {
-    TensorProto.FLOAT: np.dtype(np.float32),
-    TensorProto.DOUBLE: np.dtype(np.float64),
-    TensorProto.FLOAT16: np.dtype(np.float16),
-}
-try:  # onnx depends on ml_dtypes for bfloat16 arrays
-    import ml_dtypes
+ELEMENT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
-    ELEMENT_TYPES[TensorProto.BFLOAT16] = np.dtype(ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - old onnx without ml_dtypes: bfloat16 runs on the decomposition
-    pass
+# A kernel's state: int64 words in C memory (written at session creation, read by every run).
+COMPUTE, API, WORKER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET = range(7)
+STATE_WORDS = 7
+_PLAN_BYTES = engine.PLAN_BYTES  # a module constant: `stack` takes a literal
+_API_WORDS = 512  # a bound for viewing the OrtApi table (its highest slot used here is 274)
+S = capi.SLOTS
+_CREATE_STATUS, _MUTABLE_DATA, _ELEMENT_TYPE, _DIMS_COUNT, _DIMS, _TYPE_AND_SHAPE = (
+    S["CreateStatus"], S["GetTensorMutableData"], S["GetTensorElementType"], S["GetDimensionsCount"],
+    S["GetDimensions"], S["GetTensorTypeAndShape"])
+_INPUT_COUNT, _INPUT, _OUTPUT, _RELEASE_INFO, _PARALLEL_FOR = (
+    S["KernelContext_GetInputCount"], S["KernelContext_GetInput"], S["KernelContext_GetOutput"],
+    S["ReleaseTensorTypeAndShapeInfo"], S["KernelContext_ParallelFor"])
+_OUT_OF_MEMORY = np.frombuffer(b"lossops: out of memory for a kernel's workspace\0", np.uint8).copy()
+_COMPUTE = types.int64(types.int64, types.int64)  # OrtStatus* (void* kernel, OrtKernelContext*), as integers
+_WORKER = types.void(types.int64, types.uint64)  # void (void* plan, size_t task)
 
 
 def kernel_op_type(op_type: str) -> str:
     return f"Lossops{op_type}"
 
 
-_libc = C.CDLL(None)
-_libc.malloc.restype = C.c_void_p
-_libc.malloc.argtypes = [C.c_size_t]
-_FREE = C.cast(_libc.free, C.c_void_p).value
+@functools.cache
+def compiled(op_name: str) -> tuple[int, int]:
+    """(compute, worker): the addresses of the compiled functions ORT calls for `op_name` (compiled on first
+    use, from numba's cache when it has them)."""
+    n_inputs = len(OPS[op_name].inputs)
+    op = op_name  # a literal for the engine's per-operator entry points
 
+    @cfunc(_WORKER, cache=True, error_model="numpy", nogil=True)
+    def worker(plan, i):
+        engine.task(op, plan, i)
 
-@dataclass
-class _Registered:
-    op: OpDef
-    elem_type: int
-    struct: ort_api.OrtCustomOp
-    name: C.Array
-
-
-@dataclass(frozen=True)
-class _Config:
-    """What one kernel instance computes: interned, so that Compute reads one integer from the kernel's C
-    state and the set stays bounded however many sessions are created."""
-
-    op: OpDef
-    dtype: np.dtype
-    attrs: dict
-
-    @property
-    def kernel(self):
-        return KERNELS[self.op.name]
-
-
-_registered: list[_Registered] = []
-_by_address: dict[int, int] = {}
-_configs: list[_Config] = []
-_config_ids: dict[tuple, int] = {}
-_lock = threading.Lock()
-
-
-def _status_on_error(fn):
-    """ctypes turns an escaping exception into a NULL return, which ORT reads as success: never let one out."""
-
-    def wrapper(*args):
-        try:
-            return fn(*args)
-        except BaseException as e:
-            return _report(e)
-
-    return wrapper
-
-
-_api_address: list[int] = []
-
-
-def _report(e: BaseException) -> int | None:
-    if not _api_address:  # cannot happen after _create_kernel's first line; NULL would read as success
-        return None
-    msg = str(e) if isinstance(e, (InvalidInput, ValueError)) else f"{type(e).__name__}: {e}"
-    return ort_api.api(_api_address[0]).status(msg)
-
-
-def _create_kernel(op_ptr, api_address, info, kernel_out):
-    if not _api_address:  # first, so that any failure below can still be reported as an OrtStatus
-        _api_address.append(api_address)
-    entry = _registered[_by_address[C.addressof(op_ptr.contents)]]
-    api = ort_api.api(api_address)
-    given: dict[str, object] = {}
-    for a in entry.op.attributes:
-        key = a.name.encode()
-        if a.kind is str:
-            size = C.c_size_t(0)
-            status = api.KernelInfoGetAttribute_string(info, key, None, C.byref(size))
-            if status:
-                api.ReleaseStatus(status)
+    @cfunc(_COMPUTE, cache=True, error_model="numpy", nogil=True)
+    def compute(kernel, context):
+        state = view(kernel, STATE_WORDS, np.int64)
+        api = view(state[API], _API_WORDS, np.int64)
+        plan = stack(_PLAN_BYTES)
+        w = view(plan, engine.PLAN_WORDS, np.int64)
+        for k in range(engine.OPERANDS):
+            w[k] = 0
+        w[engine.ELEM_TYPE], w[engine.ITEMSIZE] = state[ELEM_TYPE], state[ITEMSIZE]
+        w[engine.REDUCTION], w[engine.LOG_TARGET] = state[REDUCTION], state[LOG_TARGET]
+        out = view(stack(16), 2, np.int64)  # out-parameters of the API calls
+        out_address = out.ctypes.data
+        status = capi.call(api[_INPUT_COUNT], (context, out_address))
+        count = out[0]
+        for j in range(n_inputs):
+            a = engine.OPERANDS + j * engine.OPERAND_WORDS
+            w[a + engine.O_PRESENT] = 0
+            if status or j >= count:
                 continue
-            buf = C.create_string_buffer(size.value)
-            if status := api.KernelInfoGetAttribute_string(info, key, buf, C.byref(size)):
-                return status
-            given[a.name] = buf.value.decode()
-        else:
-            value = C.c_int64()
-            status = api.KernelInfoGetAttribute_int64(info, key, C.byref(value))
-            if status:
-                api.ReleaseStatus(status)
+            status = capi.call(api[_INPUT], (context, np.int64(j), out_address))
+            value = out[0]
+            if status or value == 0:  # an absent optional input
                 continue
-            given[a.name] = value.value
-    try:
-        attrs = entry.op.resolve(given)
-    except ValueError as e:
-        return api.status(str(e))
-    key = (entry.op.name, entry.elem_type, tuple(sorted(attrs.items())))
-    with _lock:
-        if key not in _config_ids:
-            _config_ids[key] = len(_configs)
-            _configs.append(_Config(entry.op, ELEMENT_TYPES[entry.elem_type], attrs))
-    # Kernel state lives in C memory so that ORT can release it with free(), without calling into Python.
-    block = _libc.malloc(8)
-    C.c_int64.from_address(block).value = _config_ids[key]
-    kernel_out[0] = block
-    return None
-
-
-class _Buffer:
-    """Exposes an ORT buffer to numpy through the array interface (cheaper than building ctypes arrays)."""
-
-    __slots__ = ("__array_interface__",)
-
-    def __init__(self, address: int, shape: tuple[int, ...], typestr: str, readonly: bool):
-        self.__array_interface__ = {"data": (address, readonly), "shape": shape, "typestr": typestr, "version": 3}
-
-
-def _array(address: int, shape: tuple[int, ...], dtype: np.dtype, writable: bool) -> np.ndarray:
-    """A numpy array over an OrtValue's buffer (no copy)."""
-    if 0 in shape:
-        return np.empty(shape, dtype)
-    # bfloat16 has no array-interface type string: map its bits as uint16 and view them
-    raw = np.asarray(_Buffer(address, shape, f"<u{dtype.itemsize}" if dtype.kind == "V" else dtype.str,
-                             not writable))
-    return raw.view(dtype) if dtype.kind == "V" else raw
-
-
-class _OrtError(Exception):
-    def __init__(self, status: int):
-        self.status = status
-
-
-def _compute(kernel, context):
-    api = ort_api.api(_api_address[0])
-    fns = ort_calls.table(_api_address[0])
-    config = _configs[C.c_int64.from_address(kernel).value]
-    name, dtype = config.op.name, config.dtype
-    try:
-        meta = np.empty((len(config.op.inputs), 3 + ort_calls.MAX_RANK), np.int64)
-        status = ort_calls.read_inputs(fns, context, meta)
-        if status == ort_calls.TOO_MANY_DIMS:
-            raise InvalidInput(f"an input has more than {ort_calls.MAX_RANK} dimensions (numpy's limit)")
+            status = capi.call(api[_TYPE_AND_SHAPE], (value, out_address))
+            if status:
+                continue
+            info = out[0]
+            status = capi.call(api[_ELEMENT_TYPE], (info, out_address))
+            elem_type = out[0] & 0xFFFFFFFF  # an enum (int) written into a 64-bit slot
+            if status == 0:
+                status = capi.call(api[_DIMS_COUNT], (info, out_address))
+            rank = out[0]
+            if status == 0 and rank <= engine.MAX_RANK:  # a larger rank is reported by the engine
+                status = capi.call(api[_DIMS], (info, plan + 8 * (a + engine.O_DIMS), rank))
+            capi.call(api[_RELEASE_INFO], (info,))
+            if status == 0:
+                status = capi.call(api[_MUTABLE_DATA], (value, out_address))
+            w[a + engine.O_PRESENT], w[a + engine.O_ADDRESS] = 1, out[0]
+            w[a + engine.O_ELEM_TYPE], w[a + engine.O_RANK] = elem_type, rank
         if status:
             return status
-        inputs = [_array(row[1], tuple(row[3:3 + row[2]]), dtype, False) if row[0] else None
-                  for row in meta.tolist()]
+        if engine.plan(op, plan):
+            return capi.call(api[_CREATE_STATUS], (np.int64(capi.ORT_INVALID_ARGUMENT), plan + engine.MESSAGE))
+        status = capi.call(api[_OUTPUT], (context, np.int64(0), plan + 8 * engine.OUT_DIMS, w[engine.OUT_RANK],
+                                          out_address))
+        if status == 0:
+            status = capi.call(api[_MUTABLE_DATA], (out[0], out_address))
+        if status:
+            return status
+        w[engine.OUT_ADDRESS] = out[0]
+        workspace = 0
+        if w[engine.WORKSPACE_BYTES]:
+            workspace = capi.malloc(w[engine.WORKSPACE_BYTES] + 64)
+            if workspace == 0:
+                return capi.call(api[_CREATE_STATUS], (np.int64(capi.ORT_FAIL), _OUT_OF_MEMORY.ctypes.data))
+            w[engine.WORKSPACE] = (workspace + 63) // 64 * 64
+        engine.start(op, plan)
+        tasks = w[engine.NTASKS]
+        if tasks > 1:
+            status = capi.call(api[_PARALLEL_FOR], (context, state[WORKER], tasks, np.int64(0), plan))
+        elif tasks == 1:
+            engine.task(op, plan, 0)
+        if status == 0:
+            engine.finish(op, plan)
+        if workspace:
+            capi.free(workspace)
+        return status
 
-        def alloc(shape: tuple[int, ...]) -> np.ndarray:
-            result = np.zeros(1, np.int64)
-            if status := ort_calls.allocate_output(fns, context, np.array(shape, np.int64), result):
-                raise _OrtError(status)
-            return _array(int(result[0]), shape, dtype, True)
+    _immortal(worker, compute)
+    return compute.address, worker.address
 
-        with np.errstate(all="ignore"):
-            config.kernel(*inputs, **config.attrs, alloc=alloc)
+
+@cfunc(_COMPUTE, cache=True)
+def _trampoline(kernel, context):
+    """KernelComputeV2 of every lossops op: the state's first word is its operator's compute function (so
+    an operator is compiled when a session first uses it, not when the library is registered)."""
+    return capi.call(view(kernel, 1, np.int64)[0], (kernel, context))
+
+
+def _immortal(*objects) -> None:
+    """Keep compiled functions (and the machine code they own) alive through interpreter teardown: a session
+    still running in another thread then must not jump into freed memory."""
+    for obj in objects:
+        C.pythonapi.Py_IncRef(C.py_object(obj))
+
+
+class _Registered:
+    """One OrtCustomOp (an operator for one element type) and the C strings it points to."""
+
+    def __init__(self, op_name: str, elem_type: int, callbacks: dict):
+        self.op = OPS[op_name]
+        self.elem_type = elem_type
+        self.name = C.create_string_buffer(kernel_op_type(op_name).encode())
+        self.struct = capi.OrtCustomOp()
+        self.struct.version = capi.OP_VERSION
+        for field, callback in callbacks.items():
+            setattr(self.struct, field, callback)
+        self.struct.KernelComputeV2 = _trampoline.address
+        self.struct.KernelDestroy = capi.FREE
+
+
+class Host:
+    """lossops' kernels as seen by ONNX Runtime: the registered OrtCustomOps and what CreateKernelV2 needs."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._ops: dict[int, _Registered] = {}  # by the address of the struct ORT hands back
+        self._apis: dict[int, capi.Api] = {}
+        # ctypes callbacks must live as long as the process: ORT keeps the pointers
+        self._callbacks = {
+            "CreateKernelV2": capi.CreateKernelV2(self._status_on_error(self._create_kernel)),
+            "GetExecutionProviderType": capi.GetString(lambda op: None),
+            "GetName": capi.GetString(lambda op: C.addressof(self._op(op).name)),
+            "GetInputType": capi.GetIndexed(lambda op, i: self._op(op).elem_type),
+            "GetInputTypeCount": capi.GetCount(lambda op: len(self._op(op).op.inputs)),
+            "GetOutputType": capi.GetIndexed(lambda op, i: self._op(op).elem_type),
+            "GetOutputTypeCount": capi.GetCount(lambda op: 1),
+            "GetInputCharacteristic": capi.GetIndexed(
+                lambda op, i: capi.INPUT_OPTIONAL if self._op(op).op.inputs[i].optional else capi.INPUT_REQUIRED),
+            "GetOutputCharacteristic": capi.GetIndexed(lambda op, i: capi.INPUT_REQUIRED),
+            "GetInputMemoryType": capi.GetIndexed(lambda op, i: 0),
+        }
+
+    def _op(self, struct_pointer) -> _Registered:
+        return self._ops[C.addressof(struct_pointer.contents)]
+
+    def _api(self, address: int) -> capi.Api:
+        if address not in self._apis:
+            api = capi.Api(address)
+            api.self_check()
+            self._apis[address] = api
+        return self._apis[address]
+
+    def _status_on_error(self, fn):
+        """ctypes turns an escaping exception into a NULL return, which ORT reads as success: never let one out."""
+
+        def wrapper(op, api_address, info, kernel_out):
+            try:
+                return fn(op, api_address, info, kernel_out)
+            except BaseException as e:  # reported to ORT, which raises it in the caller
+                try:
+                    api = self._api(api_address)
+                except BaseException:  # the table itself is unusable: nothing better to return
+                    return None
+                message = str(e) if isinstance(e, ValueError) else f"lossops: {type(e).__name__}: {e}"
+                return api.status(message)
+
+        return wrapper
+
+    def _attribute(self, api: capi.Api, info, name: str, kind: type):
+        """The node's attribute `name` if it has one of type `kind`, None if it has none; ValueError if it has
+        one of another type (KernelInfo can only be asked for a name and a type)."""
+        key = name.encode()
+        if kind is str:
+            size = C.c_size_t(0)
+            if status := api.KernelInfoGetAttribute_string(info, key, None, C.byref(size)):
+                api.ReleaseStatus(status)
+            else:
+                buffer = C.create_string_buffer(size.value)
+                if status := api.KernelInfoGetAttribute_string(info, key, buffer, C.byref(size)):
+                    raise ValueError(api.message(status))
+                return buffer.value.decode("utf-8", "replace")
+        else:
+            value = C.c_int64()
+            if status := api.KernelInfoGetAttribute_int64(info, key, C.byref(value)):
+                api.ReleaseStatus(status)
+            else:
+                return value.value
+        other = C.c_float()  # present with another type? (a FLOAT log_target of 1.0 must not read as absent)
+        if not (status := api.KernelInfoGetAttribute_float(info, key, C.byref(other))):
+            return other.value
+        api.ReleaseStatus(status)
+        if kind is not str:
+            size = C.c_size_t(0)
+            if not (status := api.KernelInfoGetAttribute_string(info, key, None, C.byref(size))):
+                return "(a string)"
+            api.ReleaseStatus(status)
         return None
-    except _OrtError as e:
-        return e.status
-    except InvalidInput as e:
-        return api.status(f"{name}: {e}")
-    except Exception as e:
-        return api.status(f"{name}: internal error in the lossops kernel: {type(e).__name__}: {e}", ort_api.ORT_FAIL)
+
+    def _create_kernel(self, op_pointer, api_address, info, kernel_out):
+        entry = self._op(op_pointer)
+        api = self._api(api_address)
+        given = {}
+        for a in entry.op.attributes:
+            value = self._attribute(api, info, a.name, a.kind)
+            if value is not None:
+                given[a.name] = value
+        attrs = entry.op.resolve(given)  # ValueError names the operator and the attribute
+        compute, worker = compiled(entry.op.name)
+        state = capi.c_alloc(8 * STATE_WORDS)  # released by ORT through C free (KernelDestroy)
+        words = (C.c_int64 * STATE_WORDS).from_address(state)
+        words[COMPUTE], words[API], words[WORKER] = compute, api_address, worker
+        words[ELEM_TYPE], words[ITEMSIZE] = entry.elem_type, engine.ELEMENT_TYPES[entry.elem_type].itemsize
+        words[REDUCTION] = engine.REDUCTION_CODES[attrs["reduction"]]
+        words[LOG_TARGET] = attrs.get("log_target", 0)
+        kernel_out[0] = state
+        return None
+
+    def register_all(self) -> None:
+        """Hand every operator x element type to the extensions library, once per process, before the
+        library is first loaded into session options (it reads its list then)."""
+        from onnxruntime_extensions import get_library_path
+
+        with self._lock:
+            if self._ops:
+                return
+            library = C.CDLL(get_library_path())
+            library.AddExternalCustomOp.argtypes, library.AddExternalCustomOp.restype = [C.c_void_p], C.c_bool
+            for name in KERNELS:
+                for elem_type in ELEMENT_TYPES:
+                    entry = _Registered(name, elem_type, self._callbacks)
+                    self._ops[C.addressof(entry.struct)] = entry
+                    if not library.AddExternalCustomOp(C.addressof(entry.struct)):
+                        raise RuntimeError("onnxruntime-extensions refused AddExternalCustomOp")
 
 
-# ctypes function objects must live as long as the process: ORT keeps the pointers.
-_CALLBACKS = {
-    "CreateKernelV2": ort_api.CreateKernelV2(_status_on_error(_create_kernel)),
-    "KernelComputeV2": ort_api.KernelComputeV2(_status_on_error(_compute)),
-    "GetExecutionProviderType": ort_api.GetString(lambda op: None),
-    "GetInputType": ort_api.GetIndexed(lambda op, i: _registered[_by_address[C.addressof(op.contents)]].elem_type),
-    "GetInputTypeCount": ort_api.GetCount(lambda op: len(_registered[_by_address[C.addressof(op.contents)]].op.inputs)),
-    "GetOutputType": ort_api.GetIndexed(lambda op, i: _registered[_by_address[C.addressof(op.contents)]].elem_type),
-    "GetOutputTypeCount": ort_api.GetCount(lambda op: 1),
-    "GetInputCharacteristic": ort_api.GetIndexed(
-        lambda op, i: ort_api.INPUT_OPTIONAL if _registered[_by_address[C.addressof(op.contents)]].op.inputs[i].optional
-        else ort_api.INPUT_REQUIRED),
-    "GetOutputCharacteristic": ort_api.GetIndexed(lambda op, i: ort_api.INPUT_REQUIRED),
-    "GetInputMemoryType": ort_api.GetIndexed(lambda op, i: 0),
-    "GetName": ort_api.GetString(lambda op: C.addressof(_registered[_by_address[C.addressof(op.contents)]].name)),
-}
-
-
-def _add_all() -> None:
-    """Hand every operator x element type to the extensions library, once per process."""
-    from onnxruntime_extensions import get_library_path
-
-    lib = C.CDLL(get_library_path())
-    lib.AddExternalCustomOp.argtypes = [C.c_void_p]
-    lib.AddExternalCustomOp.restype = C.c_bool
-    for op in OPS.values():
-        for elem_type in ELEMENT_TYPES:
-            struct = ort_api.OrtCustomOp()
-            struct.version = ort_api.OP_VERSION
-            for field, callback in _CALLBACKS.items():
-                setattr(struct, field, callback)
-            struct.KernelDestroy = _FREE
-            entry = _Registered(op, elem_type, struct, C.create_string_buffer(kernel_op_type(op.name).encode()))
-            _by_address[C.addressof(struct)] = len(_registered)
-            _registered.append(entry)
-            if not lib.AddExternalCustomOp(C.addressof(struct)):
-                raise RuntimeError("onnxruntime-extensions refused AddExternalCustomOp")
+HOST = Host()
 
 
 def kernels_available() -> bool:
@@ -255,13 +303,11 @@ def add_kernels(sess_options) -> None:
     `lossops.ort_ext.prepare`). Idempotent: ORT refuses a session whose options loaded the library twice."""
     from onnxruntime_extensions import get_library_path
 
-    with _lock:
-        if not _registered:
-            _add_all()
-        try:
-            sess_options.get_session_config_entry(_MARK)
-            return
-        except RuntimeError:
-            pass
-        sess_options.register_custom_ops_library(get_library_path())
-        sess_options.add_session_config_entry(_MARK, "1")
+    HOST.register_all()
+    try:
+        sess_options.get_session_config_entry(_MARK)
+        return
+    except RuntimeError:
+        pass
+    sess_options.register_custom_ops_library(get_library_path())
+    sess_options.add_session_config_entry(_MARK, "1")

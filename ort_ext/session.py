@@ -46,6 +46,7 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
     prepared = with_functions(model)
     unfill_optional_inputs(prepared)  # the kernels take absent inputs; a filled-in 1 costs two nodes per run
     for _, node in lossops_nodes(prepared):
+        host.compiled(node.op_type)  # here rather than inside ORT's kernel creation: errors surface as Python's
         node.domain = host.KERNEL_DOMAIN
         node.op_type = host.kernel_op_type(node.op_type)
     if not any(o.domain == host.KERNEL_DOMAIN for o in prepared.opset_import):
@@ -112,8 +113,9 @@ class InferenceSession(onnxruntime.InferenceSession):
         if self.lossops_mode == "cann" and cann_kept and cann.PROVIDER not in self.get_providers():
             self._cpu_fallback_or_raise("onnxruntime created the session without the CANN provider",
                                         allow_cpu_fallback)
-        self._bfloat16 = _bfloat16()
-        self._bfloat16_outputs = any(o.type == "tensor(bfloat16)" for o in self.get_outputs())
+        # onnxruntime's run() refuses ml_dtypes.bfloat16 arrays: only models with bfloat16 inputs or outputs take
+        # the slower path that converts them (the others pay one attribute check per run)
+        self._converts_bfloat16 = any(v.type == "tensor(bfloat16)" for v in (*self.get_inputs(), *self.get_outputs()))
 
     @staticmethod
     def _prepare_cann(model, providers, names, provider_options, allow_cpu_fallback):
@@ -141,6 +143,6 @@ class InferenceSession(onnxruntime.InferenceSession):
 
     def run(self, output_names, input_feed, run_options=None):
         """`onnxruntime.InferenceSession.run`; bfloat16 inputs and outputs are ml_dtypes.bfloat16 arrays."""
-        if self._bfloat16_outputs or any(getattr(a, "dtype", None) == self._bfloat16 for a in input_feed.values()):
+        if self._converts_bfloat16:
             return run_with_bfloat16(self, output_names, input_feed, run_options)
         return super().run(output_names, input_feed, run_options)

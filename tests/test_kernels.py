@@ -1,148 +1,226 @@
-"""Kernel internals that the operator tests do not isolate: float16/bfloat16 conversions, the block tiling,
-the fused loops' operand forms."""
+"""Kernel internals that the operator tests do not isolate: float16/bfloat16 conversions, the rounding of
+reduced totals, every operand layout the engine chooses, the pairwise sums and the plan it makes."""
 
 from __future__ import annotations
 
-import math
+from fractions import Fraction
 
+import ml_dtypes
+import numba
 import numpy as np
 import pytest
 
-from lossops.ort_ext.kernels import fused, parallel
+from lossops.ort_ext.kernels import engine, halves, run
+from lossops.ort_ext.kernels.native import view
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
 
 
-def _bit_versions():
-    """The loops' float16 conversions written on the bits, used where the CPU has no F16C instructions."""
-    import numba
+@numba.njit
+def _narrow_hw(src, dst):
+    for i in range(src.size):
+        halves.store(dst, i, src[i])
 
-    @numba.njit
-    def narrow_bits(src, dst):
-        for i in range(src.size):
-            dst[i] = fused.float_to_half(src[i])
 
-    @numba.njit
-    def widen_bits(src, dst):
-        for i in range(src.size):
-            dst[i] = fused.half_to_float(src[i])
+@numba.njit
+def _narrow_bits(src, dst):
+    for i in range(src.size):
+        dst[i] = halves.float_to_half(src[i])
 
-    return (lambda s, d: narrow_bits(s, d.view(np.uint16))), (lambda s, d: widen_bits(s.view(np.uint16), d))
+
+@numba.njit
+def _widen(src, dst):
+    for i in range(src.size):
+        dst[i] = halves.load(src[i])
+
+
+@numba.njit
+def _widen_bits(src, dst):
+    for i in range(src.size):
+        dst[i] = halves.half_to_float(src[i])
+
+
+@numba.njit
+def _store_rounded(src, dst):
+    for i in range(src.size):
+        halves.store_rounded(dst, i, src[i])
+
+
+def _random_floats(n: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(0, 2**32, size=n, dtype=np.uint64).astype(np.uint32).view(np.float32)
 
 
 @pytest.mark.parametrize("path", ["loops", "bits"])
 def test_float16_rounding_matches_numpy_bit_for_bit(path):
-    to_half = fused.narrow if path == "loops" else _bit_versions()[0]
-    rng = np.random.default_rng(0)
-    random_bits = rng.integers(0, 2**32, size=2 * 10**6, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    halves = np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    """The loops' rounding (LLVM's with F16C; the bit version without) against numpy's cast, over random bit
+    patterns, every half, every midpoint between halves and their neighbours."""
+    halves_ = np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
     with np.errstate(invalid="ignore"):  # NaN halves
-        midpoints = ((halves[:-1].astype(np.float64) + halves[1:]) / 2).astype(np.float32)
-    x = np.concatenate([random_bits, halves, midpoints, np.nextafter(midpoints, 0), np.nextafter(midpoints, 1),
-                        np.float32([65519.99, 65520, 65504, 2.98e-8, 5.96e-8, -0.0, np.inf, -np.inf])])
-    got = np.empty(x.shape, np.float16)
+        midpoints = ((halves_[:-1].astype(np.float64) + halves_[1:]) / 2).astype(np.float32)
+    x = np.concatenate([_random_floats(2 * 10**6, 0), halves_, midpoints, np.nextafter(midpoints, 0),
+                        np.nextafter(midpoints, 1), np.float32([65519.99, 65520, 65504, 2.98e-8, 5.96e-8, -0.0,
+                                                                np.inf, -np.inf])])
+    got = np.empty(x.shape, np.uint16)
     with np.errstate(all="ignore"):
-        to_half(x, got)
-        expected = x.astype(np.float16)
-    same = (got.view(np.uint16) == expected.view(np.uint16)) | (np.isnan(got) & np.isnan(expected))
+        (_narrow_hw if path == "loops" else _narrow_bits)(x, got)
+        expected = x.astype(np.float16).view(np.uint16)
+    same = (got == expected) | (np.isnan(got.view(np.float16)) & np.isnan(expected.view(np.float16)))
     assert same.all(), x[~same][:5]
 
 
 @pytest.mark.parametrize("path", ["loops", "bits"])
 def test_float16_widening_is_exact(path):
-    to_float = fused.widen if path == "loops" else _bit_versions()[1]
-    halves = np.arange(2**16, dtype=np.uint16).view(np.float16)
-    got = np.empty(halves.shape, np.float32)
-    to_float(halves, got)
-    expected = halves.astype(np.float32)
+    bits = np.arange(2**16, dtype=np.uint16)
+    got = np.empty(bits.shape, np.float32)
+    (_widen if path == "loops" else _widen_bits)(bits, got)
+    expected = bits.view(np.float16).astype(np.float32)
     same = (got.view(np.uint32) == expected.view(np.uint32)) | (np.isnan(got) & np.isnan(expected))
-    assert same.all(), halves[~same][:5]
-
-
-@pytest.mark.parametrize("shape", [(), (0, 3), (5,), (3, 70001), (300, 1000), (2, 3, 50000), (1, 1, 200000)])
-def test_blocks_tile_the_array_exactly_once(shape):
-    covered = np.zeros(shape, np.int32)
-    for ix in parallel.blocks(shape):
-        covered[ix] += 1
-        assert covered[ix].size <= max(parallel.BLOCK, 1)
-    assert (covered == 1).all()
-    assert len(parallel.blocks(shape)) >= (math.prod(shape) // parallel.BLOCK)
-
-
-def test_blocks_run_on_several_threads():
-    seen = set()
-    import threading
-
-    def record(ix):
-        seen.add(threading.get_ident())
-        return ix
-
-    if parallel.num_threads() < 2:
-        pytest.skip("this machine gives the process one CPU")
-    results = parallel.for_each_block((64, parallel.BLOCK), record)
-    assert results == parallel.blocks((64, parallel.BLOCK))  # in block order
-    assert len(seen) >= 2
+    assert same.all(), bits[~same][:5]
 
 
 def test_bfloat16_conversions_match_ml_dtypes_bit_for_bit():
-    import ml_dtypes
-
-    bf16 = np.arange(2**16, dtype=np.uint16).view(ml_dtypes.bfloat16)
-    wide = np.empty(bf16.shape, np.float32)
-    fused.widen(bf16, wide)
-    assert np.array_equal(wide.view(np.uint32), bf16.astype(np.float32).view(np.uint32))
-    x = np.random.default_rng(1).integers(0, 2**32, size=10**6, dtype=np.uint64).astype(np.uint32).view(np.float32)
-    got = np.empty(x.shape, ml_dtypes.bfloat16)
-    fused.narrow(x, got)
+    bits = np.arange(2**16, dtype=np.uint16).view(np.int16)
+    wide = np.empty(bits.shape, np.float32)
+    _widen(bits, wide)
+    assert np.array_equal(wide.view(np.uint32), bits.view(BF16).astype(np.float32).view(np.uint32))
+    x = _random_floats(10**6, 1)
+    got = np.empty(x.shape, np.int16)
+    _narrow_hw(x, got)
     with np.errstate(all="ignore"):
-        expected = x.astype(ml_dtypes.bfloat16)
-    same = (got.view(np.uint16) == expected.view(np.uint16)) | (np.isnan(x) & np.isnan(got.astype(np.float32)))
+        expected = x.astype(BF16)
+    same = (got == expected.view(np.int16)) | (np.isnan(x) & np.isnan(got.view(BF16).astype(np.float32)))
     assert same.all(), x[~same][:5]
 
 
-# Operand forms of the fused loops: full, trailing-axes (per class), materialised (N, 1), scalar, absent.
-SHAPE = (3, 70001)  # 210003 elements: two threads, thread split and scalar runs not aligned to the rows
+def _nearest_even(x: float, grid: np.ndarray, bits: np.ndarray) -> int:
+    """Index of the value of `grid` (sorted, finite, exact in float64) nearest to x, exactly; a tie goes to
+    the value whose bit pattern `bits` ends in 0 (round half to even)."""
+    k = int(np.searchsorted(grid, x))
+    if k == 0 or k == len(grid):
+        return min(max(k, 0), len(grid) - 1)
+    below, above = Fraction(float(grid[k - 1])), Fraction(float(grid[k]))
+    d_below, d_above = Fraction(x) - below, above - Fraction(x)
+    if d_below != d_above:
+        return k - 1 if d_below < d_above else k
+    return k - 1 if bits[k - 1] % 2 == 0 else k
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_reduced_totals_are_rounded_once(dtype):
+    """A float64 total goes to float16/bfloat16 with one rounding (through float32 rounded to odd), not
+    two: checked against exact nearest-even rounding, on totals placed just off the midpoints between two
+    representable values, where rounding twice goes wrong."""
+    storage = np.uint16 if dtype == "float16" else np.int16
+    t = np.dtype(np.float16) if dtype == "float16" else BF16
+    patterns = np.arange(2**16, dtype=np.uint16)
+    with np.errstate(invalid="ignore"):  # NaN patterns, dropped below
+        values = patterns.view(storage).view(t).astype(np.float64)
+    keep = np.isfinite(values) & ~((values == 0) & (patterns >= 0x8000))  # one zero
+    order = np.argsort(values[keep], kind="stable")
+    grid, bits = values[keep][order], patterns[keep][order]
+    rng = np.random.default_rng(3)
+    picks = rng.integers(0, len(grid) - 1, size=3000)
+    mid = (grid[picks] + grid[picks + 1]) / 2
+    off = np.abs(grid[picks + 1] - grid[picks]) * 2.0**-30  # below float32's resolution of the gap
+    x = np.concatenate([mid, mid + off, mid - off, rng.normal(size=2000) * 100])
+    got = np.empty(x.shape, storage)
+    _store_rounded(x, got)
+    expected = np.array([grid[_nearest_even(v, grid, bits)] for v in x])
+    assert np.array_equal(got.view(t).astype(np.float64), expected)
+
+
+def test_pairwise_tile_sum_is_accurate_and_in_a_fixed_order():
+    rng = np.random.default_rng(5)
+    values = (rng.normal(size=engine.TILE) * 1e4).astype(np.float32)
+    exact = float(sum(Fraction(float(v)) for v in values))
+    got = engine.tile_sum(values, values.size)
+    assert abs(got - exact) <= 10 * 2.0**-53 * float(np.abs(values.astype(np.float64)).sum())
+    assert got == engine.tile_sum(values.copy(), values.size)  # bit-identical when repeated
+    parts = rng.normal(size=1000)
+    assert engine.pairwise(parts.copy(), 1000) == engine.pairwise(parts.copy(), 1000)
+    assert engine.pairwise(np.zeros(0), 0) == 0.0
+
+
+def _plan(op: str, shapes: dict[int, tuple], n_inputs: int) -> np.ndarray:
+    """The plan the engine makes for inputs of these shapes (the inputs are kept alive in `_keep`)."""
+    plan = np.zeros(1, engine.PLAN)
+    plan["elem_type"], plan["itemsize"] = engine.FLOAT, 4
+    arrays = []
+    for j, shape in shapes.items():
+        a = np.ones(shape, np.float32)
+        arrays.append(a)
+        o = plan["operands"][0, j]
+        o["present"], o["address"], o["rank"], o["elem_type"] = 1, a.ctypes.data, a.ndim, engine.FLOAT
+        o["dims"][:a.ndim] = a.shape
+    from lossops.ort_ext.kernels import entry_points
+
+    assert entry_points(op)[0](plan.ctypes.data) == engine.OK
+    _keep.append(arrays)
+    return plan
+
+
+_keep: list = []
+
+
+def test_layouts_are_merged_and_classified():
+    """(N, C) with a per-class weight: two merged dims, the weight PERIODIC with period C; a per-row weight
+    (N, 1) is GENERAL; a scalar PERIODIC with period 1; an absent input ABSENT; a full one FULL."""
+    bce_backward = "BinaryCrossEntropyBackward"  # grad_output, input, target, weight
+    plan = _plan(bce_backward, {0: (), 1: (300, 7), 2: (300, 7), 3: (7,)}, 4)
+    kinds = list(plan["operands"][0, :4]["kind"])
+    assert plan["rank"][0] == 2 and list(plan["dims"][0, :2]) == [300, 7]
+    assert kinds == [engine.PERIODIC, engine.FULL, engine.FULL, engine.PERIODIC]
+    assert list(plan["operands"][0, :4]["period"][[0, 3]]) == [1, 7]
+    plan = _plan(bce_backward, {0: (), 1: (300, 7), 2: (300, 7), 3: (300, 1)}, 4)
+    assert plan["operands"][0, 3]["kind"] == engine.GENERAL
+    plan = _plan(bce_backward, {0: (), 1: (2, 3, 4), 2: (2, 3, 4)}, 4)
+    assert plan["rank"][0] == 1 and plan["dims"][0, 0] == 24  # all contiguous: one dim
+    assert plan["operands"][0, 3]["kind"] == engine.ABSENT
+    kl = _plan("KlDivBackward", {0: (), 1: (1, 5), 2: (4, 5)}, 3)  # input broadcast up: summed back
+    assert kl["mode"][0] == engine.SUMBACK and list(kl["out_dims"][0, :2]) == [1, 5]
+    assert kl["operands"][0, 1]["kind"] == engine.UNREAD  # the kernel never reads input's data
+
+
+# Operand forms: full, trailing-axes (per class), per row (gathered), scalar, absent.
+SHAPE = (3, 70001)  # 210003 elements: several tasks, tiles and periods that do not line up with rows
 FORMS = {"full": SHAPE, "per-class": (SHAPE[1],), "per-row": (SHAPE[0], 1), "scalar": (1, 1), "absent": None}
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("form", list(FORMS))
-def test_fused_loops_equal_numpy_in_the_compute_type(form, dtype):
-    """The compiled loops do the same IEEE operations in the same order as this numpy formula, so the
-    results must be identical, bit for bit, whatever the operand layout, dtype and thread split."""
-    import ml_dtypes
-
-    from lossops.ort_ext.kernels import binary_cross_entropy_backward, kl_div_backward
-
-    t = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+def test_loops_equal_numpy_in_the_compute_type(form, dtype):
+    """The compiled loops do the same IEEE operations in the same order as this numpy formula, so the results
+    must be identical, bit for bit, whatever the operand layout and dtype."""
+    t = BF16 if dtype == "bfloat16" else np.dtype(dtype)
     ct = np.float64 if t == np.float64 else np.float32
     r = np.random.default_rng(2)
     x, y = r.uniform(0.001, 0.999, SHAPE).astype(t), r.uniform(size=SHAPE).astype(t)
     other = None if FORMS[form] is None else r.normal(size=FORMS[form]).astype(t)
     g = r.normal(size=SHAPE).astype(t)
     one = np.ones((), t)
-    c = lambda a: (one if a is None else a).astype(ct)  # noqa: E731
+
+    def c(a):
+        return (one if a is None else a).astype(ct)
+
     with np.errstate(all="ignore"):
         for weight, grad in ((other, g), (None, other if other is not None else g)):
-            got = binary_cross_entropy_backward(grad, x, y, weight, reduction="mean")
+            got = run("BinaryCrossEntropyBackward", [grad, x, y, weight], reduction="mean")
             d = np.maximum((ct(1) - c(x)) * c(x), ct(np.float32(1e-12)))
             expected = ((c(x) - c(y)) * c(grad) / d * c(weight) * ct(1 / x.size)).astype(t)
             assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), (weight is None, "bce")
-        for log_target in (0, 1):
-            grad = g if other is None else other
-            got = kl_div_backward(grad, x, y, reduction="none", log_target=log_target)
-            expected = (-((np.exp(c(y)) if log_target else c(y)) * c(grad))).astype(t)
-            assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), "kl"
+        grad = g if other is None else other
+        got = run("KlDivBackward", [grad, x, y], reduction="none", log_target=0)
+        expected = (-(c(y) * c(grad))).astype(t)
+        assert np.array_equal(got.view(np.uint8), expected.view(np.uint8)), "kl"
 
 
-def test_block_scratch_is_disjoint_within_a_block_and_reused_across_blocks():
-    starts = []
-    f64 = np.dtype(np.float64)
-
-    def block(ix):
-        a, b = parallel.scratch((parallel.BLOCK,), f64), parallel.scratch((7, 3), f64)
-        assert not np.shares_memory(a, b) and a.base is not None  # both carved from the thread's arena
-        assert parallel.scratch((9 * parallel.BLOCK,), f64).base is None  # beyond the arena: a fresh array
-        starts.append(a.__array_interface__["data"][0])
-
-    parallel.for_each_block((8 * parallel.BLOCK,), block)
-    assert len(starts) == 8 and len(set(starts)) <= parallel.num_threads()  # each thread reuses its memory
-    assert parallel.scratch((4,), f64).base is None  # outside a block: a fresh array, never handed out again
+def test_plan_record_words_match_the_dtype():
+    """The compiled code reads the plan as int64 words at offsets taken from the PLAN dtype: a field written
+    through the numpy record must be read back through the word view."""
+    plan = np.zeros(1, engine.PLAN)
+    plan["n"], plan["scale"] = 12345, 0.25
+    plan["operands"][0, 3]["dims"][2] = 77
+    words = view(plan.ctypes.data, engine.PLAN_WORDS, np.int64)
+    assert words[engine.N] == 12345
+    assert view(plan.ctypes.data, engine.PLAN_WORDS, np.float64)[engine.SCALE] == 0.25
+    assert words[engine.OPERANDS + 3 * engine.OPERAND_WORDS + engine.O_DIMS + 2] == 77

@@ -2,50 +2,23 @@
 
 from __future__ import annotations
 
-import numpy as np
+import numba
 
-from .common import (
-    Alloc,
-    InvalidInput,
-    check_fits,
-    compute_dtype,
-    emit,
-    load,
-    operand,
-    reduced,
-    result_buffer,
-    same_dtype,
-)
-from .parallel import Index, for_each_block, scratch
-
-LOG_CLAMP = -100.0  # PyTorch's
+from ...opset.binary_cross_entropy import LOG_CLAMP
+from . import kernel
+from .halves import load, store
+from .mathf import log, log1p
+from .native import like, select
 
 
-def binary_cross_entropy(input: np.ndarray, target: np.ndarray, weight: np.ndarray | None,
-                         *, reduction: str, alloc: Alloc | None = None) -> np.ndarray:
-    dtype = same_dtype(input=input, target=target, weight=weight)
-    if target.shape != input.shape:
-        raise InvalidInput(f"input 'target' has shape {target.shape}; expected exactly input's shape {input.shape}")
-    check_fits("weight", weight, input.shape)
-    shape, ct = input.shape, compute_dtype(dtype)
-    x, y, w = (operand(a, shape, ct) for a in (input, target, weight))
-    alloc = alloc or (lambda s: np.empty(s, dtype))
-    out = alloc(shape) if reduction == "none" else None
-
-    def block(ix: Index) -> float | None:
-        xb, yb = load(x[ix], ct), load(y[ix], ct)
-        negative = np.negative(xb, out=scratch(xb.shape, ct))
-        np.log1p(negative, out=negative)
-        np.maximum(negative, ct.type(LOG_CLAMP), out=negative)
-        negative *= np.subtract(1, yb, out=scratch(xb.shape, ct))
-        loss = np.log(xb, out=result_buffer(None if out is None else out[ix], ct, xb.shape))
-        np.maximum(loss, ct.type(LOG_CLAMP), out=loss)
-        loss *= yb
-        loss += negative
-        np.negative(loss, out=loss)
-        if w is not None:
-            loss *= w[ix]
-        return emit(loss, out, ix)
-
-    partial = for_each_block(shape, block)
-    return out if out is not None else reduced(partial, reduction, shape, alloc)
+@kernel("BinaryCrossEntropy", reads=("input", "target", "weight"), task_elements=1 << 14)
+@numba.njit(error_model="numpy", nogil=True)
+def binary_cross_entropy(x, y, w, _a, _b, out, m, scale, flag, tmp):
+    for k in range(m):
+        xk, yk = load(x[k]), load(y[k])
+        clamp = like(xk, LOG_CLAMP)
+        log_x = log(xk)
+        log_x = select(log_x < clamp, clamp, log_x)  # a clamp that keeps NaN (x outside [0, 1] is not checked)
+        log_1mx = log1p(-xk)
+        log_1mx = select(log_1mx < clamp, clamp, log_1mx)
+        store(out, k, -(yk * log_x + (like(xk, 1) - yk) * log_1mx) * load(w[k]))

@@ -1,0 +1,92 @@
+"""Where numba caches lossops' compiled code, and when that cache is stale.
+
+numba keys a cached function on a hash of its own source file only. lossops' compiled functions call
+functions in other files (a kernel's loop in kernels/<operator>.py, the engine, the math, ORT's calls in
+ort_ext/host.py, constants in opset/), so a change to a callee left old machine code in the cache of every
+caller whose file did not change: during development that read fields at old offsets and crashed (seen),
+and an upgrade of lossops that leaves a caller's file identical would do the same to users, since pip does
+not remove numba's cache files. Here every lossops function's stamp is one hash over all the sources its
+compiled code can depend on; any change to any of them recompiles everything.
+
+numba's cache is also not safe for processes that write it at once: an index file maps each key (signature,
+closure) to a data file named by a counter, with no lock, so two processes adding different keys can leave
+one key pointing at the other's machine code (seen with pytest -n 2: a kernel returned another operator's
+zeros). So lossops caches only its entry points (each operator's compiled ORT callbacks and its numpy entry
+points: one signature each), compiles every helper into them, and gives each closure (an operator) index
+files of its own: no index ever holds two keys, and two processes writing one write the same bytes.
+Other packages' functions keep numba's own locators.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import pickle
+from pathlib import Path
+
+from numba.core import caching
+
+_PACKAGE = Path(__file__).resolve().parents[2]  # the lossops package (the repository root in a checkout)
+# everything compiled code reads: the kernels and their engine, the ORT host, the operator records' constants
+_SOURCES = ("ort_ext/kernels", "ort_ext", "opset")
+
+
+@functools.cache
+def source_hash() -> bytes:
+    digest = hashlib.sha256()
+    for folder in _SOURCES:
+        for path in sorted((_PACKAGE / folder).glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.digest()
+
+
+def _ours(py_file: str) -> bool:
+    try:
+        return Path(py_file).resolve().is_relative_to(_PACKAGE)
+    except OSError:
+        return False
+
+
+class _Stamped:
+    """A numba locator whose source stamp covers all of lossops' compiled sources, and whose files are the
+    function's closure's own, for lossops' files only."""
+
+    def get_source_stamp(self):
+        return source_hash()
+
+    def get_disambiguator(self):
+        cells = self._py_func.__closure__ or ()
+        try:
+            contents = pickle.dumps(tuple(c.cell_contents for c in cells))
+        except Exception:  # unpicklable cells: fall back to their text
+            contents = repr(tuple(c.cell_contents for c in cells)).encode()
+        return f"{self._lineno}-{hashlib.sha256(contents).hexdigest()[:16]}"
+
+    def __init__(self, py_func, py_file):
+        super().__init__(py_func, py_file)
+        self._py_func = py_func
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        return super().from_function(py_func, py_file) if _ours(py_file) else None
+
+
+class InTree(_Stamped, caching.InTreeCacheLocator):
+    """Next to the package, in __pycache__ (where the package directory is writable)."""
+
+
+class UserWide(_Stamped, caching.UserWideCacheLocator):
+    """In the user's cache directory, for installs whose package directory is read-only."""
+
+
+class UserProvided(_Stamped, caching.UserProvidedCacheLocator):
+    """In NUMBA_CACHE_DIR, when it is set (numba's own order: it wins)."""
+
+
+def install() -> None:
+    """Put lossops' locators first in numba's list (idempotent). Must run before any cached function of
+    lossops is defined: kernels/__init__.py calls it first thing."""
+    classes = caching.CacheImpl._locator_classes
+    for locator in (UserWide, InTree, UserProvided):  # inserted at 0 in reverse: UserProvided ends first
+        if locator not in classes:
+            classes.insert(0, locator)

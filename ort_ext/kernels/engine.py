@@ -1,0 +1,782 @@
+"""The compiled core every kernel shares: shape rules, operand layouts, tiles, reductions, error messages.
+
+One call of an operator is carried by a PLAN record in memory the caller owns:
+
+    front end fills the operands (present, address, element type, rank, dims) and the attributes
+    plan(op)     checks the shapes against the operator's rules (its record's Input.shape), decides the output
+                 shape, each operand's layout and the workspace size; or writes an error message
+    front end    allocates the output and the workspace
+    start(op)    fills the workspace (repeated runs of broadcast operands, zeroed accumulators)
+    task(op, i)  computes tiles [i * task_tiles, (i + 1) * task_tiles): any thread, any order
+    finish(op)   combines per-tile sums in a fixed order (so results do not depend on the thread count)
+
+The front ends are ONNX Runtime's (ort_ext/host.py: compiled, reads OrtValues, runs tasks on the session's
+intra-op pool) and numpy's (`run` in kernels/__init__.py: serial). Each operator supplies only its tile loop
+(`kernels/<operator>.py`); `op` is its name as a literal, resolved when numba compiles.
+
+Layouts. The shape F the operator computes over is merged: adjacent dims collapse where every operand is
+contiguous (or broadcast) across both, so most calls have one or two dims. Each operand is then FULL (a
+contiguous slice per tile), PERIODIC (element i is a[i % P] with P <= TILE: a per-class weight, a scalar, an
+absent input meaning 1; read from a run of TILE + P copies made once per call) or GENERAL (gathered per
+tile, a segment at a time). Tiles are TILE elements, so a tile's operands and temporaries stay in L1.
+
+The record is one numpy structured dtype (PLAN); the compiled code reads it as int64 words at offsets taken
+from that dtype (numba compiles nested records by value, which made LLVM's optimiser run for minutes).
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import overload
+
+from .halves import store_rounded
+from .native import stack, view
+
+TILE = 1024
+MAX_RANK = 64  # numpy's limit; ONNX has none, and lossops reports a higher rank as a clear error
+MAX_INPUTS = 5
+MESSAGE_BYTES = 2048
+
+# operand kinds (UNREAD: the loop never reads its data, e.g. KlDivBackward's input, or no such input)
+ABSENT, FULL, PERIODIC, GENERAL, UNREAD = 0, 1, 2, 3, 4
+# what a call computes
+ELEMENTWISE, REDUCE, SUMBACK = 0, 1, 2
+# status
+OK, MISSING, WRONG_TYPE, NOT_EXACT, NOT_FITS, NOT_BROADCAST, TOO_MANY_DIMS, TOO_LARGE = range(8)
+# shape rules, as codes (opset.spec)
+RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3}
+_EXACT, _FITS, _BROADCAST = 1, 2, 3
+# ONNX element types (TensorProto) and their storage in the loops: numba has no float16/bfloat16 scalars
+FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
+ELEMENT_TYPES = {FLOAT: np.dtype(np.float32), DOUBLE: np.dtype(np.float64), FLOAT16: np.dtype(np.uint16),
+                 BFLOAT16: np.dtype(np.int16)}
+REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2, "batchmean": 3}  # opset.spec.REDUCTIONS' order
+_NONE, _MEAN, _BATCHMEAN = 0, 1, 3
+
+_i8 = np.int64
+OPERAND = np.dtype([
+    ("present", _i8), ("kind", _i8), ("address", _i8), ("elem_type", _i8), ("rank", _i8),
+    ("period", _i8),  # PERIODIC: element i is the operand's element i % period
+    ("ext", _i8),  # PERIODIC: workspace offset of its TILE + period repeated elements
+    ("dims", _i8, (MAX_RANK,)),  # the operand's own shape
+    ("strides", _i8, (MAX_RANK,)),  # in elements, over the plan's merged dims (0 where broadcast)
+])
+PLAN = np.dtype([
+    ("status", _i8), ("culprit", _i8), ("other", _i8),
+    ("elem_type", _i8), ("itemsize", _i8), ("reduction", _i8), ("log_target", _i8),
+    ("mode", _i8), ("n", _i8), ("ntiles", _i8), ("task_tiles", _i8), ("ntasks", _i8), ("scale", np.float64),
+    ("out_rank", _i8), ("out_numel", _i8), ("out_address", _i8),
+    ("workspace", _i8), ("workspace_bytes", _i8), ("partials", _i8), ("accumulator", _i8),
+    ("rank", _i8), ("dims", _i8, (MAX_RANK,)),  # F, merged
+    ("out_dims", _i8, (MAX_RANK,)),
+    ("operands", OPERAND, (MAX_INPUTS,)),
+    ("message", np.uint8, (MESSAGE_BYTES,)),
+])
+PLAN_BYTES = PLAN.itemsize
+PLAN_WORDS = PLAN_BYTES // 8
+
+
+def _word(dtype: np.dtype, name: str) -> int:
+    return dtype.fields[name][1] // 8
+
+
+(STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET, MODE, N, NTILES, TASK_TILES, NTASKS, SCALE,
+ OUT_RANK, OUT_NUMEL, OUT_ADDRESS, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
+ OPERANDS) = (_word(PLAN, f) for f in PLAN.names[:-1])
+MESSAGE = PLAN.fields["message"][1]  # in bytes
+OPERAND_WORDS = OPERAND.itemsize // 8
+O_PRESENT, O_KIND, O_ADDRESS, O_ELEM_TYPE, O_RANK, O_PERIOD, O_EXT, O_DIMS, O_STRIDES = (
+    _word(OPERAND, f) for f in OPERAND.names)
+
+# stack buffer sizes (constants: `stack` takes a literal)
+_RANK_BYTES = 8 * MAX_RANK
+_TILE_BYTES = 8 * TILE
+_GATHER_BYTES = 8 * TILE * MAX_INPUTS
+_BLOCK_SUMS = TILE // 128
+_BLOCK_SUMS_BYTES = 8 * _BLOCK_SUMS
+_OPERAND_BYTES = 8 * MAX_INPUTS
+# the stack a thread uses while it runs a task: gathered operands, two compute tiles, a multi-index, views
+TASK_STACK_BYTES = _GATHER_BYTES + 2 * _TILE_BYTES + _RANK_BYTES + 2 * _OPERAND_BYTES + _BLOCK_SUMS_BYTES
+
+_jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the entry points (cache.py)
+
+
+@_jit
+def _operand(j):
+    """The word offset of operand j's fields."""
+    return OPERANDS + j * OPERAND_WORDS
+
+
+# --- messages (bytes built in compiled code: the kernels must not call into Python) -------------------------
+
+def _b(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode(), np.uint8).copy()
+
+
+_COLON_INPUT = _b(": input '")
+_HAS_SHAPE = _b("' has shape ")
+_EXACTLY = _b("; expected exactly input's shape ")
+_FITS_TO = _b("; expected a shape broadcastable to ")
+_INPUTS = _b(": inputs '")
+_QUOTE_SPACE = _b("' ")
+_AND = _b(" and '")
+_NOT_BROADCAST = _b(" do not broadcast")
+_REQUIRED = _b(": required input '")
+_IS_MISSING = _b("' is missing")
+_HAS_TYPE = _b("' has element type ")
+_EXPECTED = _b("; expected ")
+_LIKE_T = _b(" (the node's type T)")
+_HAS_RANK = _b("' has rank ")
+_MAX_DIMS = _b(f"; the lossops kernels take at most {MAX_RANK} dimensions")
+_TOO_LARGE = _b(": the inputs' shapes have more than 2**62 elements")
+_TYPE_NAMES = _b("float\0float16\0double\0bfloat16\0an unsupported type\0")
+_MINUS = _b("-")
+_OPEN, _CLOSE, _COMMA, _COMMA_CLOSE = _b("("), _b(")"), _b(", "), _b(",)")
+
+
+@_jit
+def _put(msg, pos, src):
+    for k in range(src.size):
+        if pos < msg.size - 1:
+            msg[pos] = src[k]
+            pos += 1
+    return pos
+
+
+@_jit
+def _put_name(msg, pos, names, which):
+    """The which-th NUL-separated name in `names`."""
+    k = 0
+    for _ in range(which):
+        while names[k] != 0:
+            k += 1
+        k += 1
+    while k < names.size and names[k] != 0:
+        if pos < msg.size - 1:
+            msg[pos] = names[k]
+            pos += 1
+        k += 1
+    return pos
+
+
+@_jit
+def _put_int(msg, pos, value):
+    digits = view(stack(24), 24, np.uint8)
+    if value < 0:
+        pos = _put(msg, pos, _MINUS)
+        value = -value
+    n = 0
+    while True:
+        digits[n] = 48 + value % 10
+        value //= 10
+        n += 1
+        if value == 0:
+            break
+    for k in range(n):
+        if pos < msg.size - 1:
+            msg[pos] = digits[n - 1 - k]
+            pos += 1
+    return pos
+
+
+@_jit
+def _put_shape(msg, pos, dims, rank):
+    pos = _put(msg, pos, _OPEN)
+    for d in range(rank):
+        if d:
+            pos = _put(msg, pos, _COMMA)
+        pos = _put_int(msg, pos, dims[d])
+    return _put(msg, pos, _COMMA_CLOSE if rank == 1 else _CLOSE)
+
+
+@_jit
+def _type_index(elem_type):
+    if elem_type == FLOAT:
+        return 0
+    if elem_type == FLOAT16:
+        return 1
+    if elem_type == DOUBLE:
+        return 2
+    return 3 if elem_type == BFLOAT16 else 4
+
+
+@_jit
+def _describe(w, address, names, full):
+    """The error recorded in w (status, culprit, other input, rank of `full`) as a NUL-terminated sentence
+    naming the operator and the input; returns the status. (The failing sites store those fields rather than
+    pass them: numba compiles a function once per distinct literal argument.)"""
+    status, culprit, other, full_rank = w[STATUS], w[CULPRIT], w[OTHER], w[RANK]
+    msg = view(address + MESSAGE, MESSAGE_BYTES, np.uint8)
+    a = _operand(culprit)
+    dims = w[a + O_DIMS:a + O_DIMS + MAX_RANK]
+    pos = _put_name(msg, 0, names, 0)
+    if status == MISSING:
+        pos = _put(msg, pos, _REQUIRED)
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = _put(msg, pos, _IS_MISSING)
+    elif status == WRONG_TYPE:
+        pos = _put(msg, pos, _COLON_INPUT)
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = _put(msg, pos, _HAS_TYPE)
+        pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[a + O_ELEM_TYPE]))
+        pos = _put(msg, pos, _EXPECTED)
+        pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[ELEM_TYPE]))
+        pos = _put(msg, pos, _LIKE_T)
+    elif status == NOT_EXACT or status == NOT_FITS:
+        pos = _put(msg, pos, _COLON_INPUT)
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = _put(msg, pos, _HAS_SHAPE)
+        pos = _put_shape(msg, pos, dims, w[a + O_RANK])
+        pos = _put(msg, pos, _EXACTLY if status == NOT_EXACT else _FITS_TO)
+        pos = _put_shape(msg, pos, full, full_rank)
+    elif status == NOT_BROADCAST:
+        b = _operand(other)
+        pos = _put(msg, pos, _INPUTS)
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = _put(msg, pos, _QUOTE_SPACE)
+        pos = _put_shape(msg, pos, dims, w[a + O_RANK])
+        pos = _put(msg, pos, _AND)
+        pos = _put_name(msg, pos, names, 1 + other)
+        pos = _put(msg, pos, _QUOTE_SPACE)
+        pos = _put_shape(msg, pos, w[b + O_DIMS:b + O_DIMS + MAX_RANK], w[b + O_RANK])
+        pos = _put(msg, pos, _NOT_BROADCAST)
+    elif status == TOO_MANY_DIMS:
+        pos = _put(msg, pos, _COLON_INPUT)
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = _put(msg, pos, _HAS_RANK)
+        pos = _put_int(msg, pos, w[a + O_RANK])
+        pos = _put(msg, pos, _MAX_DIMS)
+    else:
+        pos = _put(msg, pos, _TOO_LARGE)
+    msg[pos] = 0
+    return status
+
+
+# --- planning -----------------------------------------------------------------------------------------------
+
+@_jit
+def _plan(address, roles, optional, reads, principal, reduces, output_input, task_tiles, names):
+    """Check the operands against the operator's rules and lay the call out. Returns the status."""
+    w = view(address, PLAN_WORDS, np.int64)
+    n_inputs = len(roles)
+    full = view(stack(_RANK_BYTES), MAX_RANK, np.int64)
+    for j in range(n_inputs):
+        a = _operand(j)
+        if not w[a + O_PRESENT]:
+            w[a + O_KIND] = ABSENT
+            if not optional[j]:
+                w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = MISSING, j, 0, 0
+                return _describe(w, address, names, full)
+            continue
+        if w[a + O_RANK] > MAX_RANK:  # the front end read no dims then: the message gives the rank only
+            w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = TOO_MANY_DIMS, j, 0, 0
+            return _describe(w, address, names, full)
+        if w[a + O_ELEM_TYPE] != w[ELEM_TYPE]:
+            w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = WRONG_TYPE, j, 0, 0
+            return _describe(w, address, names, full)
+    s = _operand(principal)
+    s_rank = w[s + O_RANK]
+    s_dims = w[s + O_DIMS:s + O_DIMS + MAX_RANK]
+    rank = s_rank
+    for d in range(rank):
+        full[d] = s_dims[d]
+    for j in range(n_inputs):  # F: input's shape broadcast with the BROADCAST inputs
+        a = _operand(j)
+        if not w[a + O_PRESENT] or roles[j] != _BROADCAST:
+            continue
+        a_rank = w[a + O_RANK]
+        new_rank = max(rank, a_rank)
+        for d in range(new_rank - 1, -1, -1):
+            fd = full[d - (new_rank - rank)] if d >= new_rank - rank else 1
+            ad = w[a + O_DIMS + d - (new_rank - a_rank)] if d >= new_rank - a_rank else 1
+            if fd != ad and fd != 1 and ad != 1:
+                w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = NOT_BROADCAST, principal, j, rank
+                return _describe(w, address, names, full)
+            full[d] = ad if fd == 1 else fd
+        rank = new_rank
+    for j in range(n_inputs):
+        a = _operand(j)
+        if not w[a + O_PRESENT]:
+            continue
+        a_rank = w[a + O_RANK]
+        if roles[j] == _EXACT:
+            same = a_rank == s_rank
+            for d in range(min(a_rank, s_rank)):
+                same = same and w[a + O_DIMS + d] == s_dims[d]
+            if not same:
+                w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = NOT_EXACT, j, 0, s_rank
+                return _describe(w, address, names, s_dims)
+        elif roles[j] == _FITS:
+            fits = a_rank <= rank
+            for d in range(min(a_rank, rank)):
+                ad = w[a + O_DIMS + a_rank - 1 - d]
+                fits = fits and (ad == 1 or ad == full[rank - 1 - d])
+            if not fits:
+                w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = NOT_FITS, j, 0, rank
+                return _describe(w, address, names, full)
+    n = 1
+    empty = False
+    for d in range(rank):
+        empty = empty or full[d] == 0
+    if not empty:
+        for d in range(rank):
+            if full[d] > (1 << 62) // n:
+                w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = TOO_LARGE, 0, 0, rank
+                return _describe(w, address, names, full)
+            n *= full[d]
+    w[N] = 0 if empty else n
+
+    # the output: a scalar loss, the input's shape (summed back where F is larger), or F
+    same_as_input = rank == s_rank
+    for d in range(min(rank, s_rank)):
+        same_as_input = same_as_input and full[d] == s_dims[d]
+    if reduces and w[REDUCTION] != _NONE:
+        w[MODE], w[OUT_RANK] = REDUCE, 0
+    elif output_input:
+        w[MODE] = ELEMENTWISE if same_as_input else SUMBACK
+        w[OUT_RANK] = s_rank
+        for d in range(s_rank):
+            w[OUT_DIMS + d] = s_dims[d]
+    else:
+        w[MODE], w[OUT_RANK] = ELEMENTWISE, rank
+        for d in range(rank):
+            w[OUT_DIMS + d] = full[d]
+    out_numel = 1
+    for d in range(w[OUT_RANK]):
+        out_numel *= w[OUT_DIMS + d]
+    w[OUT_NUMEL] = out_numel
+
+    # gradients scale elementwise; losses divide their total in finish
+    scale = 1.0
+    if not reduces:
+        if w[REDUCTION] == _MEAN and w[N] > 0:
+            scale = 1.0 / w[N]
+        elif w[REDUCTION] == _BATCHMEAN and s_rank > 0 and s_dims[0] > 0:
+            scale = 1.0 / s_dims[0]
+    view(address, PLAN_WORDS, np.float64)[SCALE] = scale
+
+    _lay_out(w, full, rank, n_inputs)
+    for j in range(MAX_INPUTS):
+        if not reads[j]:
+            w[_operand(j) + O_KIND] = UNREAD
+    ntiles = (w[N] + TILE - 1) // TILE
+    w[NTILES], w[TASK_TILES] = ntiles, task_tiles
+    w[NTASKS] = min(ntiles, 1) if w[MODE] == SUMBACK else (ntiles + task_tiles - 1) // task_tiles
+
+    nbytes = 0
+    for j in range(n_inputs):
+        a = _operand(j)
+        if w[a + O_KIND] == PERIODIC or w[a + O_KIND] == ABSENT:
+            w[a + O_EXT] = nbytes
+            nbytes += ((TILE + w[a + O_PERIOD]) * w[ITEMSIZE] + 63) // 64 * 64
+    w[PARTIALS] = nbytes
+    if w[MODE] == REDUCE:
+        nbytes += 8 * max(ntiles, 1)
+    w[ACCUMULATOR] = nbytes
+    if w[MODE] == SUMBACK:
+        nbytes += 8 * out_numel
+    w[WORKSPACE_BYTES] = nbytes
+    w[STATUS] = OK
+    return OK
+
+
+@_jit
+def _lay_out(w, full, rank, n_inputs):
+    """Strides of every operand over F, then adjacent dims merged where all operands allow it, then each
+    operand's kind. An absent operand is PERIODIC with period 1 (its run holds ones)."""
+    for j in range(n_inputs):
+        a = _operand(j)
+        if not w[a + O_PRESENT]:
+            w[a + O_PERIOD] = 1
+            continue
+        a_rank = w[a + O_RANK]
+        own = 1
+        for d in range(rank - 1, -1, -1):  # right-aligned: the operand's dim d - (rank - a_rank)
+            od = d - (rank - a_rank)
+            if od < 0 or (w[a + O_DIMS + od] == 1 and full[d] != 1):
+                w[a + O_STRIDES + d] = 0
+            else:
+                w[a + O_STRIDES + d] = own
+            if od >= 0:
+                own *= w[a + O_DIMS + od]
+    merged = 0  # dims of extent 1 go; a dim joins the previous (outer) one where every stride allows it
+    for d in range(rank):
+        if full[d] == 1:
+            continue
+        joins = merged > 0
+        for j in range(n_inputs):
+            a = _operand(j)
+            if joins and w[a + O_PRESENT] and w[a + O_STRIDES + merged - 1] != w[a + O_STRIDES + d] * full[d]:
+                joins = False
+        target = merged - 1 if joins else merged
+        w[DIMS + target] = w[DIMS + target] * full[d] if joins else full[d]
+        for j in range(n_inputs):
+            a = _operand(j)
+            if w[a + O_PRESENT]:
+                w[a + O_STRIDES + target] = w[a + O_STRIDES + d]
+        if not joins:
+            merged += 1
+    if merged == 0:  # F has one element
+        w[DIMS] = 1
+        for j in range(n_inputs):
+            w[_operand(j) + O_STRIDES] = 0
+        merged = 1
+    w[RANK] = merged
+    for j in range(n_inputs):
+        a = _operand(j)
+        if not w[a + O_PRESENT]:
+            continue
+        # FULL: F's own contiguous strides. PERIODIC: those strides on a run of inner dims (the period) and 0
+        # on every dim outside it. Anything else is GENERAL.
+        contiguous = 1
+        full_layout = True
+        periodic = True
+        in_tail = True
+        period = 1
+        for d in range(merged - 1, -1, -1):
+            stride = w[a + O_STRIDES + d]
+            if stride != contiguous:
+                full_layout = False
+            if in_tail and stride == contiguous:
+                period *= w[DIMS + d]
+            else:
+                in_tail = False
+                periodic = periodic and stride == 0
+            contiguous *= w[DIMS + d]
+        if full_layout:
+            w[a + O_KIND] = FULL
+        elif periodic and period <= TILE:
+            w[a + O_KIND], w[a + O_PERIOD] = PERIODIC, period
+        else:
+            w[a + O_KIND] = GENERAL
+
+
+# --- the tile loop ------------------------------------------------------------------------------------------
+
+@_jit
+def _walk_start(w, a, lo, index):
+    """index <- the multi-index of flat element lo of F (merged); returns operand a's element offset."""
+    offset = 0
+    rest = lo
+    for d in range(w[RANK] - 1, -1, -1):
+        q = rest // w[DIMS + d]
+        index[d] = rest - q * w[DIMS + d]
+        rest = q
+        offset += index[d] * w[a + O_STRIDES + d]
+    return offset
+
+
+@_jit
+def _walk_carry(w, a, index, offset):
+    """After the innermost index reached its extent: carry into the outer dims; returns the new offset."""
+    last = w[RANK] - 1
+    offset -= w[DIMS + last] * w[a + O_STRIDES + last]
+    index[last] = 0
+    for d in range(last - 1, -1, -1):
+        index[d] += 1
+        offset += w[a + O_STRIDES + d]
+        if index[d] < w[DIMS + d]:
+            break
+        offset -= w[DIMS + d] * w[a + O_STRIDES + d]
+        index[d] = 0
+    return offset
+
+
+@_jit
+def _gather(w, a, lo, m, dst, dtype):
+    """dst[:m] = operand a's elements for flat indices [lo, lo + m) of F, a segment at a time."""
+    index = view(stack(_RANK_BYTES), MAX_RANK, np.int64)
+    last = w[RANK] - 1
+    offset = _walk_start(w, a, lo, index)
+    inner, step = w[DIMS + last], w[a + O_STRIDES + last]
+    k = 0
+    while k < m:
+        run = min(inner - index[last], m - k)
+        src = view(w[a + O_ADDRESS] + offset * w[ITEMSIZE], max(run * step, 1), dtype)
+        if step == 0:
+            value = src[0]
+            for t in range(run):
+                dst[k + t] = value
+        else:
+            for t in range(run):
+                dst[k + t] = src[t * step]
+        k += run
+        offset += run * step
+        index[last] += run
+        if index[last] == inner and k < m:
+            offset = _walk_carry(w, a, index, offset)
+
+
+@_jit
+def _scatter_add(w, a, lo, m, values, acc):
+    """acc[offset of flat element i in operand a's layout] += values[i - lo]: the sum back over broadcast axes."""
+    index = view(stack(_RANK_BYTES), MAX_RANK, np.int64)
+    last = w[RANK] - 1
+    offset = _walk_start(w, a, lo, index)
+    inner, step = w[DIMS + last], w[a + O_STRIDES + last]
+    k = 0
+    while k < m:
+        run = min(inner - index[last], m - k)
+        if step == 0:
+            total = 0.0
+            for t in range(run):
+                total += values[k + t]
+            acc[offset] += total
+        else:
+            for t in range(run):
+                acc[offset + t * step] += values[k + t]
+        k += run
+        offset += run * step
+        index[last] += run
+        if index[last] == inner and k < m:
+            offset = _walk_carry(w, a, index, offset)
+
+
+@_jit
+def tile_sum(values, m):
+    """Sum of values[:m] in float64, pairwise over blocks of 128 (8 accumulators each): numpy's scheme, an
+    error of O(log m) roundings, vectorised."""
+    sums = view(stack(_BLOCK_SUMS_BYTES), _BLOCK_SUMS, np.float64)
+    blocks = 0
+    for lo in range(0, m, 128):
+        hi = min(m, lo + 128)
+        a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = 0.0
+        k = lo
+        while k + 8 <= hi:
+            a0 += np.float64(values[k])
+            a1 += np.float64(values[k + 1])
+            a2 += np.float64(values[k + 2])
+            a3 += np.float64(values[k + 3])
+            a4 += np.float64(values[k + 4])
+            a5 += np.float64(values[k + 5])
+            a6 += np.float64(values[k + 6])
+            a7 += np.float64(values[k + 7])
+            k += 8
+        while k < hi:
+            a0 += np.float64(values[k])
+            k += 1
+        sums[blocks] = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7))
+        blocks += 1
+    return pairwise(sums, blocks)
+
+
+@_jit
+def pairwise(values, n):
+    """Sum of values[:n] by pairwise addition in place, in a fixed order."""
+    if n == 0:
+        return 0.0
+    width = 1
+    while width < n:
+        for i in range(0, n - width, 2 * width):
+            values[i] += values[i + width]
+        width *= 2
+    return values[0]
+
+
+@functools.cache
+def _task_for(op_name: str):
+    """The task function of one operator: its tile loop is called directly (passed as a value, a compiled
+    function becomes a "dynamic global" and numba will not cache its caller)."""
+    from . import KERNELS
+
+    tile = KERNELS[op_name].tile
+
+    @_jit
+    def task(address, i, principal, dtype, compute):
+        w = view(address, PLAN_WORDS, np.int64)
+        first = i * w[TASK_TILES]
+        last = min(w[NTILES], first + w[TASK_TILES])
+        # This thread's temporaries, on its stack: gathered operands, a scratch tile, a compute-type result.
+        buffers = stack(_GATHER_BYTES)
+        tmp = view(stack(_TILE_BYTES), TILE, compute)
+        result = view(stack(_TILE_BYTES), TILE, compute)
+        # Operand j of a tile starting at lo is origin[j] + (lo % period[j]) elements: FULL has period n, a
+        # PERIODIC run its period, a gathered one its buffer with period 1. One formula for every kind keeps
+        # per-operand branches out of the tile loop (and copies of the operator's loop out of the code).
+        origin = view(stack(_OPERAND_BYTES), MAX_INPUTS, np.int64)
+        period = view(stack(_OPERAND_BYTES), MAX_INPUTS, np.int64)
+        gathers = False
+        for j in range(MAX_INPUTS):
+            a = _operand(j)
+            kind = w[a + O_KIND]
+            if kind == FULL:
+                origin[j], period[j] = w[a + O_ADDRESS], max(w[N], 1)
+            elif kind == PERIODIC or kind == ABSENT:
+                origin[j], period[j] = w[WORKSPACE] + w[a + O_EXT], w[a + O_PERIOD]
+            else:
+                origin[j], period[j] = buffers + j * _TILE_BYTES, 1
+                gathers = gathers or kind == GENERAL
+        scale = compute(view(address, PLAN_WORDS, np.float64)[SCALE])
+        mode, n, itemsize, flag = w[MODE], w[N], w[ITEMSIZE], w[LOG_TARGET]
+        for t in range(first, last):
+            lo = t * TILE
+            m = min(TILE, n - lo)
+            if gathers:
+                for j in range(MAX_INPUTS):
+                    a = _operand(j)
+                    if w[a + O_KIND] == GENERAL:
+                        _gather(w, a, lo, m, view(buffers + j * _TILE_BYTES, m, dtype), dtype)
+            v0 = view(origin[0] + (lo % period[0]) * itemsize, m, dtype)
+            v1 = view(origin[1] + (lo % period[1]) * itemsize, m, dtype)
+            v2 = view(origin[2] + (lo % period[2]) * itemsize, m, dtype)
+            v3 = view(origin[3] + (lo % period[3]) * itemsize, m, dtype)
+            v4 = view(origin[4] + (lo % period[4]) * itemsize, m, dtype)
+            if mode == ELEMENTWISE:
+                tile(v0, v1, v2, v3, v4, view(w[OUT_ADDRESS] + lo * itemsize, m, dtype), m, scale, flag, tmp)
+                continue
+            tile(v0, v1, v2, v3, v4, result, m, scale, flag, tmp)
+            if mode == REDUCE:
+                view(w[WORKSPACE] + w[PARTIALS], w[NTILES], np.float64)[t] = tile_sum(result, m)
+            else:
+                acc = view(w[WORKSPACE] + w[ACCUMULATOR], w[OUT_NUMEL], np.float64)
+                _scatter_add(w, _operand(principal), lo, m, result, acc)
+
+    return task
+
+
+@_jit
+def _start(address, n_inputs, dtype):
+    w = view(address, PLAN_WORDS, np.int64)
+    for j in range(n_inputs):
+        a = _operand(j)
+        kind, period = w[a + O_KIND], w[a + O_PERIOD]
+        if kind != PERIODIC and kind != ABSENT:
+            continue
+        # A tile of m <= min(n, TILE) elements reads m consecutive ones from offset lo % period.
+        run = view(w[WORKSPACE] + w[a + O_EXT], min(w[N], TILE) + period, dtype)
+        if kind == ABSENT:
+            store_rounded(run, 0, 1.0)  # an absent weight means 1
+        else:  # the period is contiguous in the operand's memory, in F's order
+            src = view(w[a + O_ADDRESS], period, dtype)
+            for k in range(period):
+                run[k] = src[k]
+        filled = period
+        while filled < run.size:  # double the filled prefix: independent copies (one at a time was 3 us)
+            step = min(filled, run.size - filled)
+            for k in range(step):
+                run[filled + k] = run[k]
+            filled += step
+    if w[MODE] == SUMBACK:
+        acc = view(w[WORKSPACE] + w[ACCUMULATOR], w[OUT_NUMEL], np.float64)
+        for k in range(acc.size):
+            acc[k] = 0.0
+
+
+@_jit
+def _finish(address, principal, dtype):
+    w = view(address, PLAN_WORDS, np.int64)
+    out = view(w[OUT_ADDRESS], w[OUT_NUMEL], dtype)
+    if w[MODE] == REDUCE:
+        total = pairwise(view(w[WORKSPACE] + w[PARTIALS], max(w[NTILES], 1), np.float64), w[NTILES])
+        s = _operand(principal)
+        if w[REDUCTION] == _MEAN:
+            total = total / w[N]  # 0/0 for an empty input: NaN, as PyTorch
+        elif w[REDUCTION] == _BATCHMEAN and w[s + O_RANK] > 0:
+            total = total / w[s + O_DIMS]  # PyTorch divides by input's first dimension; not at all at rank 0
+        store_rounded(out, 0, total)
+    elif w[MODE] == SUMBACK:
+        acc = view(w[WORKSPACE] + w[ACCUMULATOR], w[OUT_NUMEL], np.float64)
+        for k in range(acc.size):
+            store_rounded(out, k, acc[k])
+
+
+# --- the entry points, per operator (resolved at compile time from the literal operator name) --------------
+
+def plan(op, address):
+    """Check and lay out the call whose PLAN record is at `address`; returns its status (0: ok)."""
+
+
+def start(op, address):
+    """Prepare the workspace of a planned call (after the front end allocated output and workspace)."""
+
+
+def task(op, address, i):
+    """Compute task i of a started call."""
+
+
+def finish(op, address):
+    """Write the reduced or summed-back output of a call whose tasks are all done."""
+
+
+def _kernel(op):
+    from . import KERNELS
+
+    return KERNELS[op.literal_value] if isinstance(op, types.StringLiteral) else None
+
+
+@overload(plan, prefer_literal=True)
+def _plan_impl(op, address):
+    k = _kernel(op)
+    if k is None:
+        return None
+    roles, optional, reads, principal = k.roles, k.optional, k.reads, k.principal
+    reduces, output_input, task_tiles, names = k.reduces, k.output_input, k.task_tiles, k.names
+    return lambda op, address: _plan(address, roles, optional, reads, principal, reduces, output_input, task_tiles,
+                                     names)
+
+
+@overload(start, prefer_literal=True)
+def _start_impl(op, address):
+    k = _kernel(op)
+    if k is None:
+        return None
+    n_inputs = len(k.roles)
+
+    def impl(op, address):
+        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
+        if e == FLOAT:
+            _start(address, n_inputs, np.float32)
+        elif e == DOUBLE:
+            _start(address, n_inputs, np.float64)
+        elif e == FLOAT16:
+            _start(address, n_inputs, np.uint16)
+        else:
+            _start(address, n_inputs, np.int16)
+
+    return impl
+
+
+@overload(task, prefer_literal=True)
+def _task_impl(op, address, i):
+    k = _kernel(op)
+    if k is None:
+        return None
+    run, principal = _task_for(op.literal_value), k.principal
+
+    def impl(op, address, i):
+        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
+        if e == FLOAT:
+            run(address, i, principal, np.float32, np.float32)
+        elif e == DOUBLE:
+            run(address, i, principal, np.float64, np.float64)
+        elif e == FLOAT16:
+            run(address, i, principal, np.uint16, np.float32)
+        else:
+            run(address, i, principal, np.int16, np.float32)
+
+    return impl
+
+
+@overload(finish, prefer_literal=True)
+def _finish_impl(op, address):
+    k = _kernel(op)
+    if k is None:
+        return None
+    principal = k.principal
+
+    def impl(op, address):
+        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
+        if e == FLOAT:
+            _finish(address, principal, np.float32)
+        elif e == DOUBLE:
+            _finish(address, principal, np.float64)
+        elif e == FLOAT16:
+            _finish(address, principal, np.uint16)
+        else:
+            _finish(address, principal, np.int16)
+
+    return impl

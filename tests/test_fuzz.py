@@ -1,0 +1,108 @@
+"""A seeded fuzz of every operator: random ranks, dims (0 and 1 included), broadcasts drawn from each input's
+shape rule, optional inputs present or not, every dtype, reduction and log_target. Each case runs on the
+kernels inside ONNX Runtime and through the numpy front end (the same compiled code: bit-identical), and
+both are held to PyTorch in float64 with the conformance tolerances."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from lossops import opset
+from lossops.conformance.cases import node_model
+from lossops.conformance.oracle import ORACLES
+from lossops.conformance.tolerance import compare, oracle_error, term_magnitude
+from lossops.opset.spec import BROADCAST, EXACT, FITS, LOG_PROBABILITY, POSITIVE, PROBABILITY
+from lossops.ort_ext import InferenceSession
+from lossops.ort_ext.kernels import run
+
+DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "float16": np.dtype(np.float16),
+          "bfloat16": np.dtype(ml_dtypes.bfloat16)}
+CASES_PER_OPERATOR = 40
+
+
+def _fits(r: np.random.Generator, full: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to `full` without enlarging it: leading dims dropped, others 1 or the same."""
+    drop = int(r.integers(0, len(full) + 1))
+    return tuple(1 if r.random() < 0.4 else d for d in full[drop:])
+
+
+def _broadcasting(r: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts with `shape` either way (so the input may be the smaller one)."""
+    extra = tuple(int(r.integers(1, 4)) for _ in range(int(r.integers(0, 2))))
+    own = tuple(int(r.integers(1, 4)) if d == 1 and r.random() < 0.5 else (1 if r.random() < 0.3 else d)
+                for d in shape)
+    return extra + own
+
+
+def _values(r: np.random.Generator, domain: str, shape: tuple[int, ...]) -> np.ndarray:
+    if domain == PROBABILITY:
+        return r.uniform(0.02, 0.98, shape)
+    if domain == POSITIVE:
+        return r.uniform(0.3, 2.0, shape)
+    if domain == LOG_PROBABILITY:
+        return np.log(r.uniform(0.01, 1.0, shape))
+    return r.normal(scale=3, size=shape)
+
+
+def _case(op_name: str, seed: int):
+    op = opset.get(op_name)
+    r = np.random.default_rng(seed)
+    rank = int(r.integers(0, 5))
+    shape = tuple(int(r.choice([0, 1, 2, 3, 5, 7], p=[0.05, 0.25, 0.2, 0.2, 0.15, 0.15])) for _ in range(rank))
+    attrs = {a.name: a.allowed[int(r.integers(len(a.allowed)))] for a in op.attributes}
+    shapes = {"input": shape}
+    for i in op.inputs:
+        if i.shape == EXACT:
+            shapes[i.name] = shape
+        elif i.shape == BROADCAST:
+            shapes[i.name] = _broadcasting(r, shape)
+    full = np.broadcast_shapes(*shapes.values())
+    for i in op.inputs:
+        if i.shape == FITS and not (i.optional and r.random() < 0.5):
+            shapes[i.name] = _fits(r, full)
+    if "grad_output" in shapes and (attrs["reduction"] != "none" or r.random() < 0.3):  # the loss was reduced
+        shapes["grad_output"] = ()
+    inputs = []
+    for i in op.inputs:
+        if i.name not in shapes:
+            inputs.append(None)
+            continue
+        domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
+        inputs.append(np.asarray(_values(r, domain, shapes[i.name])))
+    return inputs, attrs, str(r.choice(list(DTYPES))), full
+
+
+def _summed(op_name: str, attrs: dict, full: tuple[int, ...], input_shape: tuple[int, ...]) -> int:
+    """Terms summed into an output element: all of them for a reduced loss, the broadcast ones for a sum-back."""
+    n = int(np.prod(full))
+    if opset.get(op_name).reduces and attrs["reduction"] != "none":
+        return n
+    if opset.get(op_name).output_shape == "input":
+        return n // max(int(np.prod(input_shape)), 1)
+    return 0
+
+
+CASES = [(op, seed) for op in opset.OPS for seed in range(CASES_PER_OPERATOR)]
+
+
+@pytest.mark.parametrize(("op_name", "seed"), CASES, ids=[f"{op}-{seed}" for op, seed in CASES])
+def test_fuzz_against_pytorch(op_name, seed):
+    inputs64, attrs, dtype, full = _case(op_name, seed)
+    t = DTYPES[dtype]
+    inputs = [None if a is None else np.asarray(a.astype(t)) for a in inputs64]
+    model, feeds = node_model(op_name, inputs, dtype, attrs, symbolic=bool(seed % 2))
+    in_ort = InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    direct = run(op_name, inputs, **attrs)
+    assert in_ort.shape == direct.shape
+    differ = in_ort.tobytes() != direct.tobytes()
+    assert not differ, f"{dtype} {attrs}: in ORT {in_ort.ravel()[:6]!r}, direct {direct.ravel()[:6]!r}"
+
+    rounded = [None if a is None else a.astype(np.float64) for a in inputs]
+    expected = ORACLES[op_name](*rounded, **attrs)
+    ok, _, message = compare(in_ort, np.asarray(expected, np.float64), dtype,
+                                _summed(op_name, attrs, full, inputs[opset.get(op_name).principal].shape),
+                                oracle_error(op_name, rounded, attrs),
+                                magnitude=term_magnitude(op_name, rounded, attrs))
+    assert ok, f"{dtype} {attrs} shapes {[None if a is None else a.shape for a in inputs]}: {message}"

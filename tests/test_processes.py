@@ -1,0 +1,195 @@
+"""The kernels inside real processes: forked children, threads sharing a session, Ctrl-C in the middle of a
+run, the session's thread setting, and interpreter exit with a run still in flight. Each scenario that could
+hang or crash runs in a subprocess with a timeout, so that a failure is a failed test, not a stuck suite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+import numpy as np
+import onnxruntime
+import pytest
+
+from lossops.conformance.cases import node_model
+from lossops.conformance.oracle import ORACLES
+from lossops.ort_ext import InferenceSession
+
+LARGE = 3 * 10**5  # above the size at which the kernels split work over the session's threads
+
+
+def _bcewl(n: int, seed: int = 0):
+    r = np.random.default_rng(seed)
+    x, t = (r.normal(size=n) * 3).astype(np.float32), r.uniform(size=n).astype(np.float32)
+    return node_model("BinaryCrossEntropyWithLogits", [x, t, None, None], "float32", {"reduction": "mean"},
+                      symbolic=True)
+
+
+def _python(script: str, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_forked_child_runs_after_a_large_parent_run():
+    """A child forked after the parent ran a large input (work split over threads) runs a large input too:
+    the kernels keep no pool of their own that a fork would leave without its threads (the pre-compiled
+    kernels had one, and such a child waited forever)."""
+    done = _python("""
+        import multiprocessing as mp, numpy as np
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        r = np.random.default_rng(0)
+        for op, inputs, attrs in [
+            ("BinaryCrossEntropyWithLogits", [r.normal(size=300000).astype(np.float32),
+                                              r.uniform(size=300000).astype(np.float32), None, None],
+             {"reduction": "mean"}),
+            ("BinaryCrossEntropyBackward", [r.normal(size=300000).astype(np.float32),
+                                            r.uniform(0.1, 0.9, 300000).astype(np.float32),
+                                            r.uniform(size=300000).astype(np.float32), None], {"reduction": "none"})]:
+            model, feeds = node_model(op, inputs, "float32", attrs, symbolic=True)
+            session = InferenceSession(model.SerializeToString())
+            expected = session.run(None, feeds)[0]
+            def child(queue):
+                queue.put(session.run(None, feeds)[0])
+            ctx = mp.get_context("fork")
+            queue = ctx.Queue()
+            p = ctx.Process(target=child, args=(queue,))
+            p.start()
+            got = queue.get(timeout=120)
+            p.join(timeout=60)
+            assert p.exitcode == 0, p.exitcode
+            assert np.array_equal(got, expected), op
+        print("forked children done")
+    """)
+    assert done.returncode == 0 and "forked children done" in done.stdout, done.stderr[-3000:]
+
+
+def test_eight_threads_share_a_session():
+    """Eight threads run one session at once, on large inputs of their own: each gets what the session gives
+    when called alone, which is PyTorch's value."""
+    model, _ = _bcewl(LARGE)
+    session = InferenceSession(model.SerializeToString())
+    inputs = []
+    for k in range(8):
+        r = np.random.default_rng(100 + k)
+        inputs.append({"input": (r.normal(size=LARGE) * 3).astype(np.float32),
+                       "target": r.uniform(size=LARGE).astype(np.float32)})
+    alone = [session.run(None, f)[0] for f in inputs]
+    for f, value in zip(inputs, alone, strict=True):
+        reference = ORACLES["BinaryCrossEntropyWithLogits"](f["input"].astype(np.float64),
+                                                            f["target"].astype(np.float64), reduction="mean")
+        np.testing.assert_allclose(value, reference, rtol=2.0**-20)
+    results: dict[int, list] = {k: [] for k in range(8)}
+    errors: list[BaseException] = []
+
+    def work(k: int) -> None:
+        try:
+            for _ in range(10):
+                results[k].append(session.run(None, inputs[k])[0])
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors, errors
+    for k in range(8):
+        assert all(np.array_equal(r, alone[k]) for r in results[k])
+
+
+def test_results_do_not_depend_on_the_thread_count():
+    """The session's intra-op thread setting decides how many threads run the tasks (none of lossops' own);
+    sums are combined in a fixed order, so 1, 2 and 4 threads give the same bits."""
+    model, feeds = _bcewl(10**6)
+    values = []
+    for threads in (1, 2, 4):
+        so = onnxruntime.SessionOptions()
+        so.intra_op_num_threads = threads
+        values.append(InferenceSession(model.SerializeToString(), so).run(None, feeds)[0])
+    assert values[0].tobytes() == values[1].tobytes() == values[2].tobytes()
+
+
+def test_interrupted_runs_leave_later_runs_correct():
+    """SIGINT lands while large runs are computing; Python raises KeyboardInterrupt when run() returns, and
+    every later run still gives the right answer (with the earlier pool, 17 of 22 trials did not)."""
+    done = _python("""
+        import os, signal, threading, time, numpy as np
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        r = np.random.default_rng(1)
+        x, t = (r.normal(size=4000000) * 3).astype(np.float32), r.uniform(size=4000000).astype(np.float32)
+        model, feeds = node_model("BinaryCrossEntropyWithLogits", [x, t, None, None], "float32",
+                                  {"reduction": "none"}, symbolic=True)
+        session = InferenceSession(model.SerializeToString())
+        expected = session.run(None, feeds)[0]
+        interrupted = 0
+        for trial in range(20):  # one SIGINT per trial, wherever it lands
+            timer = threading.Timer(0.001 * (trial % 10), os.kill, (os.getpid(), signal.SIGINT))
+            try:
+                timer.start()
+                for _ in range(3):
+                    session.run(None, feeds)
+                timer.join()
+            except KeyboardInterrupt:
+                interrupted += 1
+            while timer.is_alive():
+                try:
+                    timer.join()
+                except KeyboardInterrupt:
+                    pass
+            assert np.array_equal(session.run(None, feeds)[0], expected), trial
+        print("interrupted", interrupted, "of 20; later runs all correct")
+    """)
+    assert done.returncode == 0 and "later runs all correct" in done.stdout, done.stdout + done.stderr[-3000:]
+    assert int(done.stdout.split("interrupted ")[1].split()[0]) >= 10  # the signal did land during runs
+
+
+def test_main_thread_ends_while_a_worker_runs():
+    """The main thread finishes while a (non-daemon) worker thread still runs large inputs: Python waits for
+    it, and its runs, made while the interpreter begins to shut down, complete correctly (with the earlier
+    pool they failed: "cannot schedule new futures after interpreter shutdown"). A daemon thread inside run()
+    at exit is another matter: onnxruntime itself aborts then, with or without lossops (README)."""
+    done = _python("""
+        import threading, numpy as np
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        r = np.random.default_rng(2)
+        x, t = (r.normal(size=2000000) * 3).astype(np.float32), r.uniform(size=2000000).astype(np.float32)
+        model, feeds = node_model("BinaryCrossEntropyWithLogits", [x, t, None, None], "float32",
+                                  {"reduction": "mean"}, symbolic=True)
+        session = InferenceSession(model.SerializeToString())
+        expected = session.run(None, feeds)[0]
+        def work():
+            values = [session.run(None, feeds)[0] for _ in range(20)]
+            print("worker done", all(np.array_equal(v, expected) for v in values), flush=True)
+        threading.Thread(target=work).start()
+        print("main thread done", flush=True)
+    """, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines() == ["main thread done", "worker done True"], done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("mode", ["kernels", "decomposition"])
+def test_rank_beyond_numpy(mode):
+    """ONNX has no rank limit; numpy's is 64, and so is the kernels': a rank-65 tensor (made by onnxruntime,
+    numpy cannot) is refused with an error that names the operator and the input."""
+    from lossops.conformance.cases import node_model as make
+
+    model, _ = make("KlDivBackward", [np.ones((), np.float32), np.ones((1,) * 3, np.float32),
+                                      np.ones((1,) * 3, np.float32)], "float32", {"reduction": "sum"}, symbolic=True)
+    for v in (*model.graph.input[1:], model.graph.output[0]):  # any rank
+        v.type.tensor_type.ClearField("shape")
+    session = InferenceSession(model.SerializeToString(), mode=mode)
+    big = onnxruntime.OrtValue.ortvalue_from_shape_and_type([1] * 65, np.float32)
+    scalar = onnxruntime.OrtValue.ortvalue_from_numpy(np.ones((), np.float32))
+    feeds = {"grad_output": scalar, "input": big, "target": big}
+    if mode == "kernels":
+        with pytest.raises(Exception, match="KlDivBackward: input 'input' has rank 65; the lossops kernels take at "
+                                            "most 64 dimensions"):
+            session.run_with_ort_values(None, feeds)
+    else:  # onnxruntime itself takes it
+        assert session.run_with_ort_values(None, feeds)[0].shape() == [1] * 65
