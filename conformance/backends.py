@@ -42,7 +42,7 @@ def lowered(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
 def cann_lowered(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
     """The graph lossops hands the CANN provider (`lower(for_provider="cann")`), run on onnxruntime's CPU
     provider: what can be checked of the Ascend path without an NPU."""
-    from ..opset.model import lower
+    from ..converters import lower
 
     session = onnxruntime.InferenceSession(lower(model, for_provider="cann")[0].SerializeToString(),
                                            providers=["CPUExecutionProvider"])

@@ -7,7 +7,6 @@ semantics in a runtime independent of onnxruntime and of the lossops kernels.
 
 from __future__ import annotations
 
-import numpy as np
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
@@ -24,9 +23,9 @@ class _LossopsOp(OpRun):
                  if k in op.defaults()}
         first = next(a for a in inputs if a is not None)
         elem_type = helper.np_dtype_to_tensor_dtype(first.dtype)
-        names = [i.name for i in op.inputs]
-        feeds = {n: (a if a is not None else np.ones((), first.dtype))  # absent weight: 1
-                 for n, a in zip(names, list(inputs) + [None] * (len(names) - len(inputs)), strict=True)}
+        given = list(inputs) + [None] * (len(op.inputs) - len(inputs))
+        names = [i.name if a is not None else "" for i, a in zip(op.inputs, given, strict=True)]
+        feeds = {n: a for n, a in zip(names, given, strict=True) if n}
         node = opset.make_node(op.name, names, ["output"], **attrs)
         graph = helper.make_graph(
             opset.expand(node, elem_type, prefix="_"), op.name,

@@ -1,7 +1,102 @@
-"""Lowering: every lossops node becomes its standard-op decomposition, specialised to the node's attributes
-and element type, so the model imports no lossops domain and runs on any ONNX runtime (the mechanics live
-in opset, beside the decompositions; `for_provider="cann"` shapes it for the CANN provider's graph mode)."""
+"""Lowering: every lossops node becomes its standard-op decomposition, specialised to the node, so the model
+imports no lossops domain and runs on any ONNX runtime. `for_provider="cann"` shapes it for the CANN
+provider's graph mode: static shapes folded in, constants as initializers, and the lowest opset its ops need."""
 
-from ..opset.model import lower
+from __future__ import annotations
 
-__all__ = ["lower"]
+import onnx
+from onnx import GraphProto, ModelProto, TypeProto, helper
+
+from .. import opset
+from ..opset.builder import Static
+from ..opset.model import (
+    at_least_floor,
+    default_opset,
+    elem_type_of,
+    graphs,
+    inline_lossops_callers,
+    stamp,
+    value_types,
+)
+from ..opset.registry import MIN_FUNCTION_OPSET
+
+PROVIDERS = (None, "cann")
+
+
+def _static_shape(t: TypeProto) -> tuple | None:
+    if not t.tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim)
+
+
+def lowest_opset(model: ModelProto) -> int:
+    """The lowest default-domain opset, from lossops' floor (13) up to the model's own, at which the model is
+    still valid: every op exists, takes the attributes its nodes give and the types that reach it (onnx's
+    full checker, strict inference). Between 13 and 21 the ops lossops emits were revised only to take more
+    types (Cast 19 and 21, Size 21, Reshape 21, ...) or to add attributes whose defaults keep the old meaning
+    (Cast's `saturate`), so stamping the lowest valid opset does not change what a lowered graph computes.
+    Why: CANN's ONNX parser lists each op for opsets up to 18 (ort_ext/cann_support.json)."""
+    version = default_opset(model)
+    for candidate in range(MIN_FUNCTION_OPSET, version):
+        trial = ModelProto()
+        trial.CopyFrom(model)
+        _restamp(trial, candidate)
+        try:
+            onnx.checker.check_model(trial, full_check=True)
+        except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError):
+            continue
+        return candidate
+    return version
+
+
+def _restamp(model: ModelProto, version: int) -> None:
+    for imports in [model.opset_import, *(f.opset_import for f in model.functions)]:
+        for o in imports:
+            if o.domain in ("", "ai.onnx"):
+                o.version = version
+
+
+def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str | None, count: list[int]) -> list[str]:
+    report = []
+    nodes = list(g.node)
+    del g.node[:]
+    for node in nodes:
+        if node.domain != opset.DOMAIN:
+            g.node.append(node)
+            continue
+        elem_type = elem_type_of(node, types)
+        count[0] += 1
+        static = None
+        if for_provider == "cann":
+            static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
+                            {i.name: i for i in g.initializer}, initializers=[], guards=False)
+        expanded = opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static)
+        g.node.extend(expanded)
+        if static is not None:  # constants that folding left unread are not kept (ORT warns about each)
+            read = {i for n in expanded for i in n.input}
+            g.initializer.extend(t for t in static.initializers if t.name in read)
+        report.append(f"lowered {node.op_type} '{node.name or node.output[0]}' "
+                      f"({helper.tensor_dtype_to_np_dtype(elem_type)}) into {len(expanded)} standard nodes"
+                      + (" for CANN" if for_provider else ""))
+    return report
+
+
+def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProto, list[str]]:
+    """(copy of `model` with every lossops node replaced by its decomposition specialised to the node, one line
+    per node). `for_provider="cann"`: static shapes replace shape computations, constants are initializers
+    (graph mode claims no Constant node), and the default opset is the lowest the nodes need (the CANN ONNX
+    parser lists opsets up to 18)."""
+    if for_provider not in PROVIDERS:
+        raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
+    opset.register()
+    out = at_least_floor(inline_lossops_callers(model))
+    types = value_types(out)
+    count = [0]
+    report = [line for g in list(graphs(out.graph)) for line in _lower_graph(g, types, for_provider, count)]
+    stamp(out, lossops=False)
+    if for_provider == "cann":
+        _restamp(out, lowest_opset(out))
+    return out, report
+
+
+__all__ = ["PROVIDERS", "lower", "lowest_opset"]

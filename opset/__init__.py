@@ -4,13 +4,27 @@ if __name__ != "lossops.opset":  # the repository root is the package `lossops` 
     raise ImportError(f"import lossops.opset, not {__name__}: this folder is a subpackage of lossops")
 
 from .model import check, make_model, validate, with_functions
-from .registry import OPS, expand, function, functions, get, make_node, node_attributes, opset_imports, register
+from .registry import (
+    MIN_FUNCTION_OPSET,
+    OPS,
+    Specialisation,
+    expand,
+    function,
+    functions,
+    get,
+    make_node,
+    node_attributes,
+    opset_imports,
+    register,
+    specialisations,
+    specialise,
+)
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 __all__ = [
-    "DOMAIN", "IR_VERSION", "ONNX_OPSET", "OPS", "VERSION", "check", "expand", "function", "functions", "get",
-    "make_model", "make_node", "node_attributes", "opset_imports", "register", "script_opset", "validate",
-    "with_functions",
+    "DOMAIN", "IR_VERSION", "MIN_FUNCTION_OPSET", "ONNX_OPSET", "OPS", "VERSION", "Specialisation", "check", "expand",
+    "function", "functions", "get", "make_model", "make_node", "node_attributes", "opset_imports", "register",
+    "script_opset", "specialisations", "specialise", "validate", "with_functions",
 ]
 
 

@@ -20,14 +20,15 @@ gradient with respect to `input` is BinaryCrossEntropyBackward. float16 and bflo
 
 
 def decompose(b: Builder, input: str, target: str, weight: str) -> str:
-    x, y, w = (b.to_compute(n) for n in (input, target, weight))
+    input, target, weight = b.checked([input, target, weight])
+    x, y = b.to_compute(input), b.to_compute(target)
     clamp = b.const(LOG_CLAMP)
-    log_x = b.op("Max", b.op("Log", x), clamp)
-    log_one_minus_x = b.op("Max", log1p(b, b.op("Neg", x)), clamp)
+    log_x = b.at_least(b.op("Log", x), clamp)
+    log_one_minus_x = b.at_least(log1p(b, b.op("Neg", x)), clamp)
     positive = b.op("Mul", y, log_x)
     negative = b.op("Mul", b.op("Sub", b.const(1.0), y), log_one_minus_x)
-    loss = b.op("Mul", b.op("Neg", b.op("Add", positive, negative)), w)
-    return b.reduce_loss(loss, like=x)
+    loss = b.times(b.op("Neg", b.op("Add", positive, negative)), weight)
+    return b.reduce_loss(loss, input)
 
 
 DEFINITION = OpDef(

@@ -25,16 +25,12 @@ bfloat16 are computed in float32 and rounded once.
 
 
 def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str) -> str:
-    g, x, y, w = (b.to_compute(n) for n in (grad_output, input, target, weight))
-    denominator = b.op("Max", b.op("Mul", x, b.op("Sub", b.const(1.0), x)), b.const(EPSILON))
-    grad = b.op("Mul", b.op("Div", b.op("Mul", g, b.op("Sub", x, y)), denominator), w)
-    grad = b.choose("reduction", {
-        "none": lambda s: grad,
-        "mean": lambda s: s.op("Div", grad, s.numel(x)),
-        "sum": lambda s: grad,
-    })
-    # Reshape to input's shape fails at run time if another input enlarged the result by broadcasting.
-    return b.op("Reshape", grad, b.op("Shape", input))
+    grad_output, input, target, weight = b.checked([grad_output, input, target, weight])
+    g, x, y = b.to_compute(grad_output), b.to_compute(input), b.to_compute(target)
+    denominator = b.at_least(b.op("Mul", b.op("Sub", b.const(1.0), x), x), b.const(EPSILON))
+    grad = b.times(b.op("Div", b.op("Mul", b.op("Sub", x, y), g), denominator), weight)  # PyTorch's order
+    # every term has input's shape or fits it (guarded), so grad has input's shape
+    return b.mean_gradient(grad, input, x)
 
 
 DEFINITION = OpDef(

@@ -34,14 +34,19 @@ def log1p_exp_neg_abs(b: Builder, x: str) -> str:
 
 
 def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str) -> str:
-    x, y, w, p = (b.to_compute(n) for n in (input, target, weight, pos_weight))
+    input, target, weight, pos_weight = b.checked([input, target, weight, pos_weight])
+    x, y = b.to_compute(input), b.to_compute(target)
     e = log1p_exp_neg_abs(b, x)
     softplus_x = b.op("Add", b.op("Relu", x), e)
     softplus_neg_x = b.op("Add", b.op("Relu", b.op("Neg", x)), e)
-    negative = b.op("Mul", b.op("Sub", b.const(1.0), y), softplus_x)
-    positive = b.op("Mul", b.op("Mul", p, y), softplus_neg_x)
-    loss = b.op("Mul", b.op("Add", negative, positive), w)
-    return b.reduce_loss(loss, like=x)
+    # each term is 0 where its coefficient is, also where softplus is inf (x = +-inf): the loss's limit
+    a, p_y = b.op("Sub", b.const(1.0), y), b.times(y, pos_weight)
+    loss = b.op("Add", b.unless_zero(a, b.op("Mul", a, softplus_x)),
+                b.unless_zero(p_y, b.op("Mul", p_y, softplus_neg_x)))
+    if weight:
+        w = b.to_compute(weight)
+        loss = b.unless_zero(w, b.op("Mul", loss, w))
+    return b.reduce_loss(loss, input)
 
 
 DEFINITION = OpDef(

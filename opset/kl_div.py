@@ -19,6 +19,7 @@ over the broadcast shape of `input` and `target`; `mean` divides the sum by its 
 
 
 def decompose(b: Builder, input: str, target: str) -> str:
+    input, target = b.checked([input, target])
     x, t = b.to_compute(input), b.to_compute(target)
 
     def probabilities(s: Builder) -> str:
@@ -27,16 +28,7 @@ def decompose(b: Builder, input: str, target: str) -> str:
         return s.op("Sub", t_log_t, s.op("Mul", t, x))
 
     loss = b.choose("log_target", {0: probabilities, 1: lambda s: s.op("Mul", s.op("Exp", t), s.op("Sub", t, x))})
-
-    def total(s: Builder) -> str:
-        return s.op("ReduceSum", loss, keepdims=0)
-
-    return b.choose("reduction", {
-        "none": lambda s: loss,
-        "sum": total,
-        "mean": lambda s: s.op("Div", total(s), s.numel(loss)),
-        "batchmean": lambda s: s.op("Div", total(s), s.batch_size(input)),
-    })
+    return b.reduce_loss(loss, input)
 
 
 DEFINITION = OpDef(

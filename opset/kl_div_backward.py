@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from onnx import TensorProto, helper
+from onnx import TensorProto
 
 from .builder import Builder
 from .spec import BROADCAST, LOG_PROBABILITY, PRINCIPAL, PROBABILITY, Aclnn, Attribute, Input, OpDef, reduction
@@ -24,23 +24,26 @@ float32 and rounded once.
 """
 
 
-def sum_to_shape_of(b: Builder, d: str, input: str, target: str, grad_output: str) -> str:
-    """Sum `d` (of the broadcast shape) over the axes where `input` (left-padded with 1s) has extent 1 and `d`
-    does not. With static shapes the axes are computed here; otherwise in the graph (Shape/NonZero)."""
-    axes = _static_axes(*(b.shape(n) for n in (input, target, grad_output)))
+def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
+    """Sum `d` (over F, the broadcast shape) down to `input`'s shape: over the axes that broadcasting added or
+    stretched. With static shapes the axes are known here; otherwise they are computed (Shape/NonZero).
+    float32 sums accumulate in float64, as the kernels."""
+    axes = _static_axes(*(b.static.shapes.get(n) for n in (input, *others)))
+    if axes == []:
+        return d
+    wide = b.compute != TensorProto.DOUBLE
+    if wide:
+        d = b.op("Cast", d, to=TensorProto.DOUBLE)
     if axes is not None:
-        summed = b.op("ReduceSum", d, b.int_const(axes), keepdims=1) if axes else d
-        return b.op("Reshape", summed, b.op("Shape", input))
-    shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
-    one = b.int_const([1])
-    padding = b.op("Sub", b.op("Size", shape_d), b.op("Size", shape_x))
-    ones = b.op("ConstantOfShape", b.op("Reshape", padding, one),
-                value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
-    padded_x = b.op("Concat", ones, shape_x, axis=0)
-    mask = b.op("And", b.op("Equal", padded_x, one), b.op("Not", b.op("Equal", shape_d, one)))
-    axes = b.op("Reshape", b.op("NonZero", mask), b.int_const([-1]))
-    summed = b.op("ReduceSum", d, axes, keepdims=1, noop_with_empty_axes=1)
-    return b.op("Reshape", summed, shape_x)
+        summed = b.op("Reshape", b.op("ReduceSum", d, b.ints(axes), keepdims=1), b.op("Shape", input))
+    else:
+        shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
+        one = b.ints([1])
+        padded_x = b.padded(shape_x, b.op("Size", shape_d))
+        mask = b.op("And", b.op("Equal", padded_x, one), b.op("Not", b.op("Equal", shape_d, one)))
+        axes_found = b.op("Reshape", b.op("NonZero", mask), b.ints([-1]))
+        summed = b.op("Reshape", b.op("ReduceSum", d, axes_found, keepdims=1, noop_with_empty_axes=1), shape_x)
+    return b.op("Cast", summed, to=b.compute) if wide else summed
 
 
 def _static_axes(x: tuple | None, *others: tuple | None) -> list[int] | None:
@@ -68,17 +71,17 @@ def _static_axes(x: tuple | None, *others: tuple | None) -> list[int] | None:
 
 
 def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
+    grad_output, input, target = b.checked([grad_output, input, target])
     g, t = b.to_compute(grad_output), b.to_compute(target)
     factor = b.choose("log_target", {0: lambda s: t, 1: lambda s: s.op("Exp", t)})
-    d = b.op("Neg", b.op("Mul", factor, g))
-    d_full = b.op("Expand", d, b.op("Shape", input))  # to B: input may be the larger one
-    grad = sum_to_shape_of(b, d_full, input, target, grad_output)
-    return b.choose("reduction", {
-        "none": lambda s: grad,
-        "sum": lambda s: grad,
-        "mean": lambda s: s.op("Div", grad, s.numel(d_full)),
-        "batchmean": lambda s: s.op("Div", grad, s.batch_size(input)),
+    d = b.op("Expand", b.op("Neg", b.op("Mul", factor, g)), b.full)  # over F: input may be the larger one
+    d = b.choose("reduction", {
+        "none": lambda s: d,
+        "sum": lambda s: d,
+        "mean": lambda s: s.op("Div", d, s.numel(d)),
+        "batchmean": lambda s: s.op("Div", d, s.batch_size(input)),
     })
+    return sum_to_shape_of(b, d, input, [target, grad_output])
 
 
 DEFINITION = OpDef(

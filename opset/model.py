@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import onnx
+import onnx.inliner
 import onnx.version_converter
-from onnx import GraphProto, ModelProto, NodeProto, TensorProto, ValueInfoProto, helper
+from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
-from .builder import Static
-from .registry import MIN_FUNCTION_OPSET, OPS, expand, functions, get, opset_imports, register
+from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, register, specialise
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 
@@ -42,70 +42,102 @@ def stamp(model: ModelProto, lossops: bool = True) -> None:
         model.opset_import.remove(have[DOMAIN])
 
 
-FILL_SUFFIX = "__lossops_one"  # names the constant 1 that stands for absent optional inputs
-
-
-def unfill_optional_inputs(model: ModelProto) -> None:
-    """Undo `fill_optional_inputs`: inputs it filled become absent again, and its nodes go."""
-    for g in graphs(model.graph):
-        filled = {o for n in g.node if n.domain == DOMAIN for o in n.input if o.endswith(FILL_SUFFIX)}
-        for node in g.node:
-            if node.domain == DOMAIN:
-                node.input[:] = ["" if i in filled else i for i in node.input]
-                while node.input and not node.input[-1]:
-                    del node.input[-1]
-        keep = [n for n in g.node if not any(o in filled or o in {f + "_f" for f in filled} for o in n.output)]
-        del g.node[:]
-        g.node.extend(keep)
-
-
-def fill_optional_inputs(model: ModelProto) -> None:
-    """Give every lossops node all its inputs: an absent optional input becomes a constant 1 of the node's
-    type, which is what the operators mean by an absent weight. The function bodies need this."""
-    for g in graphs(model.graph):
-        i = 0
-        while i < len(g.node):
-            node = g.node[i]
-            if node.domain == DOMAIN and node.op_type in OPS:
-                formal = get(node.op_type).inputs
-                missing = [k for k in range(len(formal)) if k >= len(node.input) or not node.input[k]]
-                if missing:
-                    one = f"{node.output[0]}{FILL_SUFFIX}"
-                    const = helper.make_node("Constant", [], [one + "_f"],
-                                             value=helper.make_tensor("one", TensorProto.FLOAT, [], [1.0]))
-                    like = helper.make_node("CastLike", [one + "_f", node.input[0]], [one])
-                    while len(node.input) < len(formal):
-                        node.input.append("")
-                    for k in missing:
-                        node.input[k] = one
-                    g.node.insert(i, like)
-                    g.node.insert(i, const)
-                    i += 2
-            i += 1
-
-
 def default_opset(model: ModelProto) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def with_functions(model: ModelProto) -> ModelProto:
-    """A copy of `model` that carries the lossops FunctionProtos (replacing any it had) and runs on a plain
-    onnxruntime: optional inputs filled, IR version stamped. The functions import the model's default-domain
-    opset; a model below opset 19 is first converted to ONNX_OPSET with onnx's version converter."""
-    register()
+def _calls(nodes) -> Iterator[NodeProto]:
+    for node in nodes:
+        yield node
+        for a in node.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield from _calls(g.node)
+
+
+def inline_lossops_callers(model: ModelProto) -> ModelProto:
+    """`model` with every user function that (maybe through other functions) calls a lossops node inlined,
+    and without lossops FunctionProtos: each lossops node then sits in a graph where its input types are
+    known, so it can be specialised (or handed to the kernels)."""
+    users = [f for f in model.functions if f.domain != DOMAIN]
+    callers: set[tuple[str, str]] = set()
+    grew = True
+    while grew:
+        grew = False
+        for f in users:
+            key = (f.domain, f.name)
+            if key not in callers and any(n.domain == DOMAIN or (n.domain, n.op_type) in callers
+                                          for n in _calls(f.node)):
+                callers.add(key)
+                grew = True
     out = ModelProto()
     out.CopyFrom(model)
-    stamp(out)
-    version = default_opset(out)
-    if version < MIN_FUNCTION_OPSET:
-        converted = onnx.version_converter.convert_version(out, ONNX_OPSET)
-        out.CopyFrom(converted)
-        version = ONNX_OPSET
-    fill_optional_inputs(out)
     kept = [f for f in out.functions if f.domain != DOMAIN]
     del out.functions[:]
-    out.functions.extend(kept + functions(version))
+    out.functions.extend(kept)
+    if callers:
+        out = onnx.inliner.inline_selected_functions(out, sorted(callers))
+        kept = [f for f in out.functions if (f.domain, f.name) not in callers]
+        del out.functions[:]
+        out.functions.extend(kept)
+    return out
+
+
+def value_types(model: ModelProto) -> dict[str, onnx.TypeProto]:
+    """The type of every value of every graph of `model` that inference (with the lossops schemas) finds."""
+    register()
+    inferred = onnx.shape_inference.infer_shapes(model)
+    types: dict[str, onnx.TypeProto] = {}
+    for g in graphs(inferred.graph):
+        types.update({v.name: v.type for v in (*g.input, *g.value_info, *g.output)})
+        types.update({t.name: helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in g.initializer})
+    return types
+
+
+def elem_type_of(node: NodeProto, types: dict[str, onnx.TypeProto]) -> int:
+    """The element type of a lossops node's `input`; ValueError naming the node when it is unknown."""
+    k = get(node.op_type).principal
+    principal = node.input[k] if k < len(node.input) else ""
+    t = types.get(principal)
+    if t is None or not t.tensor_type.elem_type:
+        raise ValueError(f"{node.op_type} node '{node.name or node.output[0]}': the element type of its input "
+                         f"'{principal}' is unknown (give the graph's inputs their types)")
+    return t.tensor_type.elem_type
+
+
+def at_least_floor(model: ModelProto) -> ModelProto:
+    """`model`, converted to opset MIN_FUNCTION_OPSET by onnx's version converter if its default opset is lower
+    (ValueError if the converter fails); models at 13 or above are returned as they are."""
+    stamp(model)
+    version = default_opset(model)
+    if version >= MIN_FUNCTION_OPSET:
+        return model
+    try:
+        return onnx.version_converter.convert_version(model, MIN_FUNCTION_OPSET)
+    except Exception as e:
+        raise ValueError(f"lossops needs default-domain opset >= {MIN_FUNCTION_OPSET} (ReduceSum takes its axes "
+                         f"as an input from 13); the model has {version} and onnx's version converter failed on "
+                         f"it: {e}") from None
+
+
+def with_functions(model: ModelProto) -> ModelProto:
+    """A copy of `model` that runs on any ONNX runtime: each lossops node names (`overload`) the function of
+    its specialisation, which the model carries; no node of the user's is added or changed otherwise.
+
+    The functions import the model's default-domain opset, which must be at least MIN_FUNCTION_OPSET (13);
+    an older model is converted to 13 with onnx's version converter first. The IR version becomes 10 (the
+    first with `overload`)."""
+    register()
+    out = at_least_floor(inline_lossops_callers(model))
     stamp(out)
+    out.ir_version = IR_VERSION
+    version = default_opset(out)
+    types = value_types(out)
+    specialisations: dict[str, Specialisation] = {}
+    for _, node in lossops_nodes(out):
+        spec = specialise(node, elem_type_of(node, types))
+        node.overload = spec.overload
+        specialisations.setdefault(f"{spec.op.name}:{spec.overload}", spec)
+    out.functions.extend(function(spec, version) for spec in specialisations.values())
     return out
 
 
@@ -158,63 +190,3 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
         except Exception as e:
             problems.append(("model", str(e).strip()))
     return problems
-
-def _value_types(model: ModelProto) -> dict[str, onnx.TypeProto]:
-    inferred = onnx.shape_inference.infer_shapes(model)
-    types: dict[str, onnx.TypeProto] = {}
-    for g in graphs(inferred.graph):
-        types.update({v.name: v.type for v in (*g.input, *g.value_info, *g.output)})
-        types.update({t.name: helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in g.initializer})
-    return types
-
-
-def _static_shape(t: onnx.TypeProto) -> tuple | None:
-    if not t.tensor_type.HasField("shape"):
-        return None
-    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim)
-
-
-def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProto, list[str]]:
-    """(copy of `model` with every lossops node replaced by its decomposition specialised to the node, one line
-    per node). `for_provider="cann"`: constants as initializers, no Constant/Concat/NonZero where shapes are
-    static, absent weights as constant 1 (what the CANN provider's graph mode can claim)."""
-    register()
-    out = ModelProto()
-    out.CopyFrom(model)
-    if for_provider not in (None, "cann"):
-        raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
-    if for_provider is None:
-        fill_optional_inputs(out)
-    else:  # a provider gets absent weights as a constant 1 made in the compute type, not Constant+CastLike
-        unfill_optional_inputs(out)
-    types = _value_types(out)
-    report = []
-    count = 0
-    for g in graphs(out.graph):
-        nodes = list(g.node)
-        del g.node[:]
-        for node in nodes:
-            if node.domain != DOMAIN:
-                g.node.append(node)
-                continue
-            t = types.get(node.input[0])
-            if t is None or not t.tensor_type.elem_type:
-                raise ValueError(f"{node.op_type} node '{node.name}': cannot lower, the element type of input "
-                                 f"'{node.input[0]}' is unknown (give the graph inputs types)")
-            count += 1
-            static = None
-            if for_provider == "cann":
-                static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
-                                {i.name: i for i in g.initializer})
-            expanded = expand(node, t.tensor_type.elem_type, prefix=f"_lossops{count}_", static=static)
-            g.node.extend(expanded)
-            if static is not None:
-                g.initializer.extend(static.initializers)
-            report.append(f"lowered {node.op_type} '{node.name or node.output[0]}' "
-                          f"({helper.tensor_dtype_to_np_dtype(t.tensor_type.elem_type)}) into "
-                          f"{len(expanded)} standard nodes" + (" for CANN" if for_provider else ""))
-    kept = [f for f in out.functions if f.domain != DOMAIN]
-    del out.functions[:]
-    out.functions.extend(kept)
-    stamp(out, lossops=False)
-    return out, report

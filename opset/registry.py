@@ -1,11 +1,14 @@
-"""The operator set: the list of definitions, schema registration, FunctionProtos and node helpers."""
+"""The operator set: the list of definitions, schema registration, specialised FunctionProtos and node helpers."""
 
 from __future__ import annotations
 
 import atexit
+import itertools
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 
-from onnx import AttributeProto, FunctionProto, NodeProto, TensorProto, defs, helper
+from onnx import AttributeProto, FunctionProto, NodeProto, defs, helper
 
 from . import (
     binary_cross_entropy,
@@ -15,9 +18,9 @@ from . import (
     kl_div,
     kl_div_backward,
 )
-from .builder import Builder, Static, compute_type
+from .builder import Builder, Static
 from .schema import make_schema
-from .spec import OpDef
+from .spec import TENSOR_TYPES, OpDef
 from .versions import DOMAIN, ONNX_OPSET, VERSION
 
 OPS: dict[str, OpDef] = {
@@ -61,46 +64,89 @@ def get(op_type: str) -> OpDef:
         raise ValueError(f"'{op_type}' is not a lossops operator; the operators are {sorted(OPS)}") from None
 
 
-def function(op: OpDef, onnx_opset: int = ONNX_OPSET) -> FunctionProto:
-    """The generic standard-op decomposition of `op`: any dtype of T, any attribute values.
+@dataclass(frozen=True)
+class Specialisation:
+    """What a decomposition is specialised to: the operator, its attribute values, the element type and
+    which inputs are present. Its `overload` names the function (ONNX IR 10 `overload`, on node and function)."""
 
-    It dispatches with `If` on the attribute values and on the precision (float64 for double, float32 for
-    the others). Every input must be present: `model.with_functions` fills absent optional inputs with 1.
-    """
+    op: OpDef
+    attrs: tuple[tuple[str, str | int], ...]  # every attribute, in schema order, defaults filled in
+    elem_type: int
+    present: tuple[bool, ...]  # per formal input
+
+    @property
+    def overload(self) -> str:
+        """e.g. "float-mean-weight-pos_weight", "float16-batchmean-log_target1": type, attribute values (the
+        reduction's bare), then the optional inputs present."""
+        attrs = [str(v) if k == "reduction" else f"{k}{v}" for k, v in self.attrs]
+        optional = [i.name for i, p in zip(self.op.inputs, self.present, strict=True) if i.optional and p]
+        return "-".join([helper.tensor_dtype_to_string(self.elem_type).removeprefix("TensorProto."), *attrs,
+                         *optional]).lower()
+
+    def inputs(self, given: list[str]) -> list[str]:
+        """`given` padded to every formal input, "" where absent."""
+        return list(given) + [""] * (len(self.op.inputs) - len(given))
+
+
+def specialise(node: NodeProto, elem_type: int) -> Specialisation:
+    """The specialisation of a lossops node whose inputs have element type `elem_type`; ValueError naming the
+    operator when an attribute or the input count is wrong."""
+    op = get(node.op_type)
+    attrs = op.resolve(node_attributes(node))
+    if len(node.input) > len(op.inputs):
+        raise ValueError(f"{op.name}: takes at most {len(op.inputs)} inputs, got {len(node.input)}")
+    if elem_type not in TENSOR_TYPES:
+        raise ValueError(f"{op.name}: input '{node.input[0]}' is {helper.tensor_dtype_to_string(elem_type)}; "
+                         "expected float16, bfloat16, float or double")
+    present = tuple(k < len(node.input) and bool(node.input[k]) for k in range(len(op.inputs)))
+    return Specialisation(op, tuple((a.name, attrs[a.name]) for a in op.attributes), elem_type, present)
+
+
+def function(spec: Specialisation, onnx_opset: int = ONNX_OPSET) -> FunctionProto:
+    """The standard-op decomposition of one specialisation, as a FunctionProto with its `overload`. Its body
+    imports the default domain at `onnx_opset` (the model's: ONNX requires them to agree), at least
+    MIN_FUNCTION_OPSET."""
+    if onnx_opset < MIN_FUNCTION_OPSET:
+        raise ValueError(f"the lossops functions need default-domain opset >= {MIN_FUNCTION_OPSET}, not {onnx_opset}")
+    op = spec.op
     names = [i.name for i in op.inputs]
-    b = Builder(op, TensorProto.FLOAT, None, prefix="_")
-    out = b.by_precision(names[0], lambda s: op.decompose(s, *names))
-    b.nodes.append(helper.make_node("Identity", [out], [op.output.name]))
-    return helper.make_function(
-        DOMAIN, op.name, names, [op.output.name], b.nodes, [helper.make_opsetid("", onnx_opset)],
-        attributes=[], attribute_protos=[helper.make_attribute(a.name, a.default) for a in op.attributes],
-        doc_string=op.summary,
-    )
+    b = Builder(op, dict(spec.attrs), spec.elem_type, prefix="_")
+    b.result(op.decompose(b, *(n if p else "" for n, p in zip(names, spec.present, strict=True))), op.output.name)
+    f = helper.make_function(DOMAIN, op.name, names, [op.output.name], b.nodes,
+                             [helper.make_opsetid("", onnx_opset)], doc_string=op.summary)
+    f.overload = spec.overload
+    return f
 
 
-# The bodies compare string attributes with Equal (opset 19+); their other ops mean the same from 19 to 21.
-MIN_FUNCTION_OPSET = 19
+# ReduceSum takes its axes as an input from opset 13 (and Cast/Reshape take bfloat16 from 13); every other op
+# of the bodies means the same from 13 to the newest opset, so a body is valid at the model's own version.
+MIN_FUNCTION_OPSET = 13
+
+
+def specialisations(op: OpDef) -> Iterator[Specialisation]:
+    """Every specialisation of `op`: element types x attribute values x subsets of the optional inputs."""
+    optional = [k for k, i in enumerate(op.inputs) if i.optional]
+    for elem_type in TENSOR_TYPES:
+        for values in itertools.product(*(a.allowed for a in op.attributes)):
+            for present in itertools.product((False, True), repeat=len(optional)):
+                given = dict(zip(optional, present, strict=True))
+                yield Specialisation(op, tuple(zip((a.name for a in op.attributes), values, strict=True)),
+                                     elem_type, tuple(given.get(k, True) for k in range(len(op.inputs))))
 
 
 def functions(onnx_opset: int = ONNX_OPSET) -> list[FunctionProto]:
-    """The FunctionProtos of every operator, to put in `ModelProto.functions` of a model whose default-domain
-    opset is `onnx_opset` (at least MIN_FUNCTION_OPSET; a function must import the model's version)."""
-    if onnx_opset < MIN_FUNCTION_OPSET:
-        raise ValueError(f"the lossops functions need default-domain opset >= {MIN_FUNCTION_OPSET}, not {onnx_opset}")
-    return [function(op, onnx_opset) for op in OPS.values()]
+    """The FunctionProto of every specialisation of every operator (a model needs only those its nodes name:
+    `with_functions` attaches them and sets each node's `overload`)."""
+    return [function(spec, onnx_opset) for op in OPS.values() for spec in specialisations(op)]
 
 
 def expand(node: NodeProto, elem_type: int, prefix: str, static: Static | None = None) -> list[NodeProto]:
-    """The decomposition of one node whose attributes and element type are known, as standard-op nodes
-    that read the node's inputs and write its output. Absent optional inputs must have been filled, unless
-    `static` is given: then constants become `static.initializers` (for providers such as CANN that claim
-    no Constant nodes), absent inputs become 1 and static shapes replace shape computations."""
-    op = get(node.op_type)
-    attrs = op.resolve(node_attributes(node))
-    b = Builder(op, compute_type(elem_type), attrs, prefix=prefix, static=static)
-    names = list(node.input) + [""] * (len(op.inputs) - len(node.input))
-    out = op.decompose(b, *names)
-    b.nodes.append(helper.make_node("Cast", [out], [node.output[0]], to=elem_type))
+    """The decomposition of one node, specialised to it, as standard-op nodes that read the node's inputs and
+    write its output. With `static` (what lowering knows of the graph), static shapes replace shape
+    computations and guards, and constants may become `static.initializers`."""
+    spec = specialise(node, elem_type)
+    b = Builder(spec.op, dict(spec.attrs), elem_type, prefix=prefix, static=static)
+    b.result(spec.op.decompose(b, *spec.inputs(list(node.input))), node.output[0])
     return b.nodes
 
 

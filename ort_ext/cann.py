@@ -38,8 +38,9 @@ def _label(k: int, node: onnx.NodeProto) -> str:
 
 
 def placement(model: ModelProto, mode: str = "graph") -> list[Placement]:
-    """Node by node: would the CANN provider claim it (graph mode: cann_graph.cc's rules; single-op mode: the
-    wheel's kernel table, by op, opset version and element type)."""
+    """Node by node: would the CANN provider claim it (graph mode: cann_graph.cc's rules, and the op at the
+    model's opset in the table of CANN's ONNX parser; single-op mode: the wheel's kernel table, by op, opset
+    version and element type)."""
     if mode not in MODES:
         raise ValueError(f"mode is {mode!r}; expected one of {', '.join(MODES)}")
     version = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 0)
@@ -60,8 +61,13 @@ def placement(model: ModelProto, mode: str = "graph") -> list[Placement]:
             continue
         inputs = [i for i in node.input if i]
         if mode == "graph":
+            parsed = SUPPORT["onnx_parser"]["ops"].get(node.op_type, [])
             if node.op_type not in SUPPORT["graph_mode"]["ops"]:
                 result.append(Placement(label, False, f"{node.op_type} is not on graph mode's list"))
+            elif version not in parsed:
+                listed = f"it lists opsets {parsed[0]}-{parsed[-1]}" if parsed else "it does not list the op"
+                result.append(Placement(label, False, f"CANN's ONNX parser has no {node.op_type} at opset {version} "
+                                                      f"({listed}); lower for cann to restamp the opset"))
             elif version < SUPPORT["graph_mode"]["min_opset"]:
                 result.append(Placement(label, False, f"model opset {version} < {SUPPORT['graph_mode']['min_opset']}"))
             elif inputs and all(i in initializers for i in inputs):

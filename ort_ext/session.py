@@ -13,7 +13,8 @@ import onnxruntime
 from onnx import ModelProto, helper
 
 from .. import opset
-from ..opset.model import lossops_nodes, lower, stamp, unfill_optional_inputs, with_functions
+from ..converters.lowering import lower
+from ..opset.model import inline_lossops_callers, lossops_nodes, stamp, with_functions
 from . import cann, host
 
 Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
@@ -43,8 +44,7 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
         raise ValueError(f"mode is {mode!r}; expected 'kernels' or 'decomposition'")
     if sess_options is None:
         raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
-    prepared = with_functions(model)
-    unfill_optional_inputs(prepared)  # the kernels take absent inputs; a filled-in 1 costs two nodes per run
+    prepared = inline_lossops_callers(model)  # lossops nodes in user functions too; no lossops functions
     for _, node in lossops_nodes(prepared):
         host.compiled(node.op_type)  # here rather than inside ORT's kernel creation: errors surface as Python's
         node.domain = host.KERNEL_DOMAIN
