@@ -7,6 +7,33 @@ import sys
 from pathlib import Path
 
 
+def _load(path: str):
+    """The ONNX model at `path`, or a ValueError in one line saying why it is not one."""
+    import onnx
+
+    if not Path(path).is_file():
+        raise ValueError(f"{path}: no such file")
+    try:
+        model = onnx.load(path)
+    except Exception as e:  # protobuf's DecodeError, missing external data, ...: all mean "not a model"
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ValueError(f"{path} is not a readable ONNX model ({reason})") from None
+    if not model.HasField("graph") or not model.opset_import:
+        raise ValueError(f"{path} is not an ONNX model: it has no graph or no opset import")
+    return model
+
+
+def _count(text: str) -> int:
+    """argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a count; expected 1 or more")
+    return value
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -14,11 +41,9 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    import onnx
-
     from .opset.model import node_problems
 
-    model = onnx.load(args.model)
+    model = _load(args.model)
     problems = node_problems(model)
     for node, problem in problems:
         print(f"{node}: {problem}")
@@ -82,7 +107,7 @@ def _convert(args: argparse.Namespace) -> int:
 
     from . import converters
 
-    model = onnx.load(args.model)
+    model = _load(args.model)
     extra = {"for_provider": args.for_provider} if getattr(args, "for_provider", None) else {}
     converted, report = getattr(converters, args.verb)(model, **extra)
     onnx.save(converted, args.output)
@@ -119,8 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "the lossops kernels and through the standard-op decomposition on plain onnxruntime, "
                             "and print per operator and dtype the max error against a float64 reference and the time.")
     demo.add_argument("-o", "--output", default="lossops_demo.onnx", help="where to save the model")
-    demo.add_argument("--size", type=int, default=100_000, help="elements per tensor (default 100000)")
-    demo.add_argument("--repeat", type=int, default=7, help="timed runs per measurement; the median is printed")
+    demo.add_argument("--size", type=_count, default=100_000, help="elements per tensor (default 100000)")
+    demo.add_argument("--repeat", type=_count, default=7, help="timed runs per measurement; the median is printed")
     demo.set_defaults(fn=_demo)
 
     check = verbs.add_parser("check", help="check a model with the lossops schemas, node by node",
@@ -149,8 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "and add timed alongside.")
     bench.add_argument("--large", action="store_true", help="also 1e8 elements")
     bench.add_argument("--quick", action="store_true", help="only 1e3 and 1e5 elements (a smoke run)")
-    bench.add_argument("--blocks", type=int, default=5, help="blocks of calls per runner and case (default 5)")
-    bench.add_argument("--threads", type=int, help="threads for every runner (default: the CPUs this process may use)")
+    bench.add_argument("--blocks", type=_count, default=5, help="blocks of calls per runner and case (default 5)")
+    bench.add_argument("--threads", type=_count,
+                       help="threads for every runner (default: the CPUs this process may use)")
     bench.add_argument("--op", action="append", choices=sorted(OPS), help="only this operator (repeatable)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
@@ -182,7 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = verbs.add_parser("train-demo", help="train three small models in PyTorch and in onnxruntime side by side",
                              description="Export SGD training steps (forward, lossops backward, update) of three small "
                              "models and run them in onnxruntime next to PyTorch; print both loss curves. Needs torch.")
-    train.add_argument("--steps", type=int, default=20)
+    train.add_argument("--steps", type=_count, default=20)
     train.add_argument("--mode", choices=["decomposition", "kernels"], default="decomposition",
                        help="run the lossops nodes as standard ops (plain onnxruntime) or on the kernels")
     train.set_defaults(fn=_train_demo)

@@ -39,7 +39,14 @@ def check(golden: Golden, backend: str) -> Result:
 
 def run(backends: list[str], pattern: str | None = None, root: Path = DATA_DIR,
         failures_only: bool = False) -> int:
-    goldens = [g for g in load_all(root) if not pattern or re.search(pattern, g.name)]
+    try:
+        matcher = re.compile(pattern or "")
+    except re.error as e:
+        raise ValueError(f"-k {pattern!r} is not a regular expression: {e}") from None
+    goldens = [g for g in load_all(root) if matcher.search(g.name)]
+    if not goldens:
+        raise ValueError(f"-k {pattern!r} matches no case (case names look like test_kl_div_backward_plain_mean_"
+                         "lt0_float32; --export DIR writes them all)")
     failed = passed = 0
     print(f"{'case':62s} {'backend':13s} {'max err (ulp)':>13s} {'tolerance':>18s} result")
     summary = []

@@ -19,6 +19,7 @@ from ..opset.model import (
     value_types,
 )
 from ..opset.registry import MIN_FUNCTION_OPSET
+from ..opset.validation import validate_nodes
 
 PROVIDERS = (None, "cann")
 
@@ -89,6 +90,7 @@ def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProt
     if for_provider not in PROVIDERS:
         raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
     opset.register()
+    validate_nodes(model)
     out = at_least_floor(inline_lossops_callers(model))
     types = value_types(out)
     count = [0]

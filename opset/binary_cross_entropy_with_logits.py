@@ -16,6 +16,10 @@ which equals `-w * (p * y * log(sigmoid(x)) + (1 - y) * log(1 - sigmoid(x)))` an
 non-negative, so nothing cancels, and `softplus(x) = max(x, 0) + log1p(exp(-|x|))` never overflows.
 `mean` divides the sum by the number of elements of `input` (NaN for an empty `input`, as PyTorch);
 `sum` of an empty `input` is 0. float16 and bfloat16 are computed in float32 and rounded once.
+Infinities: an infinite logit gives the loss's limit, +inf where its term's coefficient is positive and 0
+where that coefficient is 0 (a zero weight, target or pos_weight times an infinite softplus is 0): at
+x = -inf, y > 0 the loss is +inf (PyTorch: NaN). An infinite `target` is outside [0, 1] and gives NaN
+(PyTorch: -inf or +inf by the sign of x).
 """
 
 

@@ -10,6 +10,9 @@ import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
 from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, register, specialise
+from .validation import node_problems as lossops_node_problems
+from .validation import problems as lossops_problems
+from .validation import validate_nodes
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 
@@ -127,6 +130,7 @@ def with_functions(model: ModelProto) -> ModelProto:
     an older model is converted to 13 with onnx's version converter first. The IR version becomes 10 (the
     first with `overload`)."""
     register()
+    validate_nodes(model)
     out = at_least_floor(inline_lossops_callers(model))
     stamp(out)
     out.ir_version = IR_VERSION
@@ -152,6 +156,7 @@ def make_model(graph: GraphProto, **kwargs) -> ModelProto:
 def check(model: ModelProto) -> None:
     """onnx.checker (full) and strict shape inference with the lossops schemas; raises on the first problem."""
     register()
+    validate_nodes(model)
     onnx.checker.check_model(model, full_check=True)
 
 
@@ -159,6 +164,7 @@ def validate(model: ModelProto) -> None:
     """Strict type and shape inference with the lossops schemas: what must hold before a model runs.
     (Lighter than `check`: onnxruntime loads models that onnx.checker rejects for unrelated reasons.)"""
     register()
+    validate_nodes(model)
     onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
 
 
@@ -167,12 +173,16 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
     graph order (each node is inferred alone, from the types inferred before it), then onnx.checker's
     verdict on the whole model if nothing else was found. An empty list means the model is valid."""
     register()
-    problems = []
+    problems = [("model", p) for p in lossops_problems(model) if p.startswith("the model imports")]
     types = {v.name: v.type for v in model.graph.input}
     for t in model.graph.initializer:
         types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
     for k, node in enumerate(model.graph.node):
         label = f"#{k} {node.name or '(unnamed)'} {node.domain + '::' if node.domain else ''}{node.op_type}"
+        invalid = lossops_node_problems(node) if node.domain == DOMAIN else []
+        if invalid:
+            problems.extend((label, p) for p in invalid)
+            continue
         known = dict.fromkeys(n for n in node.input if n in types)
         single = helper.make_model(
             helper.make_graph([node], "node", [helper.make_value_info(n, types[n]) for n in known],

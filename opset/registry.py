@@ -157,11 +157,15 @@ def node_attributes(node: NodeProto) -> dict[str, object]:
 
 def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str | None = None, **attrs) -> NodeProto:
     """A lossops node; attribute values are checked now, so a typo fails here and not at run time."""
+    from .validation import node_problems
+
     op = get(op_type)
     op.resolve(attrs)
-    if len(inputs) > len(op.inputs):
-        raise ValueError(f"{op_type}: takes at most {len(op.inputs)} inputs, got {len(inputs)}")
-    return helper.make_node(op_type, inputs, outputs, name=name, domain=DOMAIN, **attrs)
+    node = helper.make_node(op_type, inputs, outputs, name=name, domain=DOMAIN, **attrs)
+    problems = node_problems(node)
+    if problems:
+        raise ValueError(problems[0])
+    return node
 
 
 def opset_imports() -> list:

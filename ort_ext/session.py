@@ -24,8 +24,15 @@ def load(model: str | os.PathLike | bytes | ModelProto) -> ModelProto:
     if isinstance(model, ModelProto):
         return model
     if isinstance(model, bytes):
-        return onnx.load_from_string(model)
-    return onnx.load(os.fspath(model))
+        try:
+            loaded = onnx.load_from_string(model)
+        except Exception as e:  # protobuf's DecodeError
+            raise ValueError(f"not an ONNX model: the bytes do not parse as one ({e})") from None
+    else:
+        loaded = onnx.load(os.fspath(model))
+    if not loaded.HasField("graph"):
+        raise ValueError("not an ONNX model: it has no graph")
+    return loaded
 
 
 def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxruntime.SessionOptions | None = None,
@@ -109,7 +116,14 @@ class InferenceSession(onnxruntime.InferenceSession):
         else:
             self.lossops_mode = mode if host.kernels_available() else "decomposition"
             model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
-        super().__init__(model_bytes, sess_options, providers, provider_options, **kwargs)
+        try:
+            super().__init__(model_bytes, sess_options, providers, provider_options, **kwargs)
+        except Exception as e:
+            if "Conflicting with a registered kernel" in str(e) and self.lossops_mode == "kernels":
+                raise ValueError("these SessionOptions already has onnxruntime-extensions registered "
+                                 "(register_custom_ops_library); lossops registers it itself with its kernels: pass "
+                                 "SessionOptions without it") from None
+            raise
         if self.lossops_mode == "cann" and cann_kept and cann.PROVIDER not in self.get_providers():
             self._cpu_fallback_or_raise("onnxruntime created the session without the CANN provider",
                                         allow_cpu_fallback)

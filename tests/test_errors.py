@@ -45,7 +45,7 @@ def test_bad_attribute(op, attrs, expected, mode):
         opset.make_node(op, ["a", "b", "c"], ["y"], **attrs)
     inputs = ["x", "t"] if op == "BinaryCrossEntropyWithLogits" else ["g", "x", "t"]
     model = raw_model(op, inputs, {}, {n: [3] for n in inputs}, **attrs)
-    with pytest.raises(ValueError, match=f"{op}: {expected}"):
+    with pytest.raises(ValueError, match=f"{op} node 'output': {expected}"):
         InferenceSession(model.SerializeToString(), mode=mode)
 
 

@@ -224,3 +224,10 @@ def test_plan_record_words_match_the_dtype():
     assert words[engine.N] == 12345
     assert view(plan.ctypes.data, engine.PLAN_WORDS, np.float64)[engine.SCALE] == 0.25
     assert words[engine.OPERANDS + 3 * engine.OPERAND_WORDS + engine.O_DIMS + 2] == 77
+
+
+def test_source_stamp_is_taken_at_import():
+    """The cache stamp reflects the sources the process imported, not files changed under it later."""
+    from lossops.ort_ext.kernels import cache
+
+    assert cache.source_hash.cache_info().currsize == 1

@@ -84,8 +84,12 @@ class UserProvided(_Stamped, caching.UserProvidedCacheLocator):
 
 
 def install() -> None:
-    """Put lossops' locators first in numba's list (idempotent). Must run before any cached function of
-    lossops is defined: kernels/__init__.py calls it first thing."""
+    """Put lossops' locators first in numba's list (idempotent), and take the source stamp now, as the
+    modules are imported: a stamp taken at the first compile read files that may have changed since the
+    process imported them (an upgrade under a running server, an edit under a test run), and stored the old
+    code under the new stamp, where later processes loaded it (seen: a KL backward returning inf). Must run
+    before any cached function of lossops is defined: kernels/__init__.py calls it first thing."""
+    source_hash()
     classes = caching.CacheImpl._locator_classes
     for locator in (UserWide, InTree, UserProvided):  # inserted at 0 in reverse: UserProvided ends first
         if locator not in classes:

@@ -1,0 +1,102 @@
+"""What a lossops node must be before anything builds, lowers or runs it, checked in one place.
+
+onnx's shape inference and onnxruntime let through what would run silently wrong: an unknown attribute
+(`reduce="sum"` would run as mean), an attribute of the wrong type, a lossops import of another version, a
+required input given as "". `problems` finds them; `validate_nodes` raises the first as a ValueError that
+names the operator, the node and what was expected. Every entry point calls it: `opset.make_node`,
+`opset.validate` (so `prepare` and `InferenceSession` in every mode), `with_functions`, `lower` and
+`lossops check`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from onnx import AttributeProto, ModelProto, NodeProto
+
+from .registry import OPS
+from .versions import DOMAIN, VERSION
+
+_KIND = {str: (AttributeProto.STRING, "a STRING"), int: (AttributeProto.INT, "an INT")}
+_TYPE_NAMES = {v: k for k, v in AttributeProto.AttributeType.items()}
+
+
+def _label(node: NodeProto) -> str:
+    name = node.name or (node.output[0] if node.output and node.output[0] else "(unnamed)")
+    return f"{node.op_type} node '{name}'"
+
+
+def node_problems(node: NodeProto) -> list[str]:
+    """What is wrong with one lossops node (operator, inputs, outputs, attributes), each as a sentence."""
+    op = OPS.get(node.op_type)
+    if op is None:
+        return [f"'{node.op_type}' is not a lossops operator; the operators are {', '.join(OPS)}"]
+    label, found = _label(node), []
+    if len(node.output) != 1 or not node.output[0]:
+        found.append(f"{label}: has {len(node.output)} output(s) {list(node.output)}; expected exactly one, named")
+    if len(node.input) > len(op.inputs):
+        found.append(f"{label}: has {len(node.input)} inputs; {op.name} takes at most {len(op.inputs)}")
+    for k, i in enumerate(op.inputs):
+        if not i.optional and (k >= len(node.input) or not node.input[k]):
+            found.append(f"{label}: input '{i.name}' (#{k}) is required; expected a tensor name, got "
+                         + ("''" if k < len(node.input) else "none"))
+    expected = {a.name: a for a in op.attributes}
+    for a in node.attribute:
+        spec = expected.get(a.name)
+        if spec is None:
+            found.append(f"{label}: unknown attribute '{a.name}'; {op.name} has {', '.join(expected)}")
+            continue
+        kind, kind_name = _KIND[spec.kind]
+        if a.type != kind:
+            found.append(f"{label}: attribute '{a.name}' is {_TYPE_NAMES.get(a.type, a.type)}; expected "
+                         f"{kind_name}, one of " + ", ".join(repr(v) for v in spec.allowed))
+            continue
+        value = a.i if kind == AttributeProto.INT else a.s
+        if kind == AttributeProto.STRING:
+            try:
+                value = a.s.decode("utf-8")
+            except UnicodeDecodeError:
+                found.append(f"{label}: attribute '{a.name}' is not UTF-8 text ({a.s[:16]!r}); expected one of "
+                             + ", ".join(repr(v) for v in spec.allowed))
+                continue
+        if value not in spec.allowed:
+            found.append(f"{label}: attribute '{a.name}' is {value!r}; expected one of "
+                         + ", ".join(repr(v) for v in spec.allowed))
+    return found
+
+
+def _nodes(model: ModelProto) -> Iterator[NodeProto]:
+    """Every node of the model: main graph, subgraphs and model-local functions."""
+    stack = [list(model.graph.node), *(list(f.node) for f in model.functions)]
+    while stack:
+        for node in stack.pop():
+            yield node
+            for a in node.attribute:
+                if a.type == AttributeProto.GRAPH:
+                    stack.append(list(a.g.node))
+                elif a.type == AttributeProto.GRAPHS:
+                    stack.extend(list(g.node) for g in a.graphs)
+
+
+def problems(model: ModelProto) -> list[str]:
+    """Everything `node_problems` finds in the model, and a lossops import of a version lossops does not
+    define (a lossops node with no lossops import is onnx's to report)."""
+    found = []
+    imports = [o.version for o in (*model.opset_import, *(i for f in model.functions for i in f.opset_import))
+               if o.domain == DOMAIN]
+    wrong = sorted({v for v in imports if v != VERSION})
+    if wrong:
+        found.append(f"the model imports the '{DOMAIN}' domain at version {', '.join(map(str, wrong))}; lossops "
+                     f"defines version {VERSION} only")
+    for node in _nodes(model):
+        if node.domain == DOMAIN:
+            found.extend(node_problems(node))
+    return found
+
+
+def validate_nodes(model: ModelProto) -> None:
+    """Raise ValueError with the first problem (and how many more there are)."""
+    found = problems(model)
+    if found:
+        more = f" (and {len(found) - 1} more problem(s))" if len(found) > 1 else ""
+        raise ValueError(found[0] + more)
