@@ -42,7 +42,11 @@ def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
         padded_x = b.padded(shape_x, b.op("Size", shape_d))
         mask = b.op("And", b.op("Equal", padded_x, one), b.op("Not", b.op("Equal", shape_d, one)))
         axes_found = b.op("Reshape", b.op("NonZero", mask), b.ints([-1]))
-        summed = b.op("Reshape", b.op("ReduceSum", d, axes_found, keepdims=1, noop_with_empty_axes=1), shape_x)
+        # summed over a leading axis of 1 as well, so the axes are never empty: onnxruntime 1.24's ReduceSum
+        # reduced every axis of an empty tensor despite noop_with_empty_axes (measured with onnxruntime-cann)
+        axes = b.op("Concat", b.ints([0]), b.op("Add", axes_found, b.ints([1])), axis=0)
+        summed = b.op("ReduceSum", b.op("Unsqueeze", d, b.ints([0])), axes, keepdims=1)
+        summed = b.op("Reshape", b.op("Squeeze", summed, b.ints([0])), shape_x)
     return b.op("Cast", summed, to=b.compute) if wide else summed
 
 
