@@ -81,7 +81,7 @@ def _bcewl_sum(z, y, w) -> float:
     return float(np.sum(w * ((1 - y) * np.logaddexp(0, x) + y * np.logaddexp(0, -x))))
 
 
-@pytest.mark.parametrize("version", [13, 17, 21, onnx.defs.onnx_opset_version()])
+@pytest.mark.parametrize("version", [13, 17, 21, 22, 23, onnx.defs.onnx_opset_version()])
 def test_any_opset_from_13_without_conversion(version):
     """The functions import the model's own opset; the user's nodes are untouched (no version converter);
     an absent optional input (pos_weight) is simply absent from the specialisation."""
