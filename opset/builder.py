@@ -259,9 +259,10 @@ class Builder:
 
     def _identical(self, a: str, b: str, name: str) -> str:
         """An empty tensor, from a node `name` that fails unless shape vectors `a` and `b` are identical: Add of
-        stand-ins of shape (0, *(a + 2)) and (0, *(b + 2)), whose dimensions (all >= 2) broadcast only when
-        equal, and whose ranks differ only where a leading 0 meets a dimension >= 2. (onnxruntime's Concat
-        skips empty inputs unchecked, so it cannot be the check; measured.)"""
+        stand-ins of shape (0, *(a + 2)) and (0, *(b + 2)). Their dimensions are all >= 2, so they broadcast
+        only when equal, and where the ranks differ the shorter one's leading 0 meets a dimension >= 2 of the
+        longer, which does not broadcast either. (onnxruntime's Concat skips empty inputs unchecked, so it
+        cannot be the check; measured.)"""
         def stand_in(shape: str) -> str:
             dims = self.op("Concat", self.ints([0]), self.op("Add", shape, self.ints([2])), axis=0)
             return self.op("ConstantOfShape", dims)
