@@ -46,13 +46,6 @@ class Static:
         return shape if shape is not None and all(isinstance(d, int) for d in shape) else None
 
 
-def _within(shape: tuple | None, of: tuple) -> bool:
-    """Whether `shape` broadcasts to `of` without enlarging it, decided from the dims alone (equal dims,
-    symbolic ones by name, or 1)."""
-    return shape is not None and len(shape) <= len(of) and all(
-        d == 1 or d == o for d, o in zip(reversed(shape), reversed(of), strict=False))
-
-
 class Builder:
     """Collects the nodes of one specialisation, computing in `compute` (a TensorProto element type)."""
 
@@ -215,9 +208,9 @@ class Builder:
         principal = op.principal
         self._names = list(names)
         if not self.static.guards:
-            shape = self.static.shapes.get(names[principal])
-            if shape is not None and all(_within(self.static.shapes.get(n), shape) for i, n in
-                                         zip(op.inputs, names, strict=True) if i.shape == BROADCAST and n):
+            spread = {i.name: self.static.shapes.get(n) for i, n in zip(op.inputs, names, strict=True)
+                      if n and i.shape in (PRINCIPAL, BROADCAST)}
+            if spread["input"] is not None and full_shape(op, spread) == spread["input"]:
                 self._full = self.op("Shape", names[principal])  # F is input's shape (dims equal by name, or 1)
             return list(names)
         shapes = {k: self.op("Shape", n) for k, n in enumerate(names) if n}

@@ -10,9 +10,8 @@ import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
 from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, register, specialise
+from .validation import import_problems, validate_nodes
 from .validation import node_problems as lossops_node_problems
-from .validation import problems as lossops_problems
-from .validation import validate_nodes
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 
@@ -173,7 +172,7 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
     graph order (each node is inferred alone, from the types inferred before it), then onnx.checker's
     verdict on the whole model if nothing else was found. An empty list means the model is valid."""
     register()
-    problems = [("model", p) for p in lossops_problems(model) if p.startswith("the model imports")]
+    problems = [("model", p) for p in import_problems(model)]
     types = {v.name: v.type for v in model.graph.input}
     for t in model.graph.initializer:
         types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))

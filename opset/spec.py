@@ -61,8 +61,9 @@ class Attribute:
     def check(self, op: str, value: object) -> None:
         """Raise ValueError naming the operator and the attribute when value is not allowed."""
         if not isinstance(value, self.kind):  # a FLOAT log_target of 1.0 must not read as 0
+            article = "an" if self.kind is int else "a"
             raise ValueError(f"{op}: attribute '{self.name}' is {value!r} ({type(value).__name__}); expected "
-                             f"a {self.kind.__name__}, one of " + ", ".join(repr(a) for a in self.allowed))
+                             f"{article} {self.kind.__name__}, one of " + ", ".join(repr(a) for a in self.allowed))
         if value not in self.allowed:
             allowed = ", ".join(repr(a) for a in self.allowed)
             raise ValueError(f"{op}: attribute '{self.name}' is {value!r}; expected one of {allowed}")

@@ -12,13 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from onnx import AttributeProto, ModelProto, NodeProto
+from onnx import AttributeProto, ModelProto, NodeProto, helper
 
 from .registry import OPS
 from .versions import DOMAIN, VERSION
-
-_KIND = {str: (AttributeProto.STRING, "a STRING"), int: (AttributeProto.INT, "an INT")}
-_TYPE_NAMES = {v: k for k, v in AttributeProto.AttributeType.items()}
 
 
 def _label(node: NodeProto) -> str:
@@ -46,22 +43,19 @@ def node_problems(node: NodeProto) -> list[str]:
         if spec is None:
             found.append(f"{label}: unknown attribute '{a.name}'; {op.name} has {', '.join(expected)}")
             continue
-        kind, kind_name = _KIND[spec.kind]
-        if a.type != kind:
-            found.append(f"{label}: attribute '{a.name}' is {_TYPE_NAMES.get(a.type, a.type)}; expected "
-                         f"{kind_name}, one of " + ", ".join(repr(v) for v in spec.allowed))
-            continue
-        value = a.i if kind == AttributeProto.INT else a.s
-        if kind == AttributeProto.STRING:
+        if a.type == AttributeProto.STRING:
             try:
                 value = a.s.decode("utf-8")
             except UnicodeDecodeError:
                 found.append(f"{label}: attribute '{a.name}' is not UTF-8 text ({a.s[:16]!r}); expected one of "
                              + ", ".join(repr(v) for v in spec.allowed))
                 continue
-        if value not in spec.allowed:
-            found.append(f"{label}: attribute '{a.name}' is {value!r}; expected one of "
-                         + ", ".join(repr(v) for v in spec.allowed))
+        else:
+            value = helper.get_attribute_value(a)
+        try:
+            spec.check(op.name, value)  # type (a FLOAT log_target of 1.0 must not read as 0) and value
+        except ValueError as e:
+            found.append(f"{label}: {str(e).removeprefix(op.name + ': ')}")
     return found
 
 
@@ -78,20 +72,22 @@ def _nodes(model: ModelProto) -> Iterator[NodeProto]:
                     stack.extend(list(g.node) for g in a.graphs)
 
 
-def problems(model: ModelProto) -> list[str]:
-    """Everything `node_problems` finds in the model, and a lossops import of a version lossops does not
-    define (a lossops node with no lossops import is onnx's to report)."""
-    found = []
+def import_problems(model: ModelProto) -> list[str]:
+    """A lossops import of a version lossops does not define (a lossops node with no lossops import is
+    onnx's to report)."""
     imports = [o.version for o in (*model.opset_import, *(i for f in model.functions for i in f.opset_import))
                if o.domain == DOMAIN]
     wrong = sorted({v for v in imports if v != VERSION})
-    if wrong:
-        found.append(f"the model imports the '{DOMAIN}' domain at version {', '.join(map(str, wrong))}; lossops "
-                     f"defines version {VERSION} only")
-    for node in _nodes(model):
-        if node.domain == DOMAIN:
-            found.extend(node_problems(node))
-    return found
+    if not wrong:
+        return []
+    return [f"the model imports the '{DOMAIN}' domain at version {', '.join(map(str, wrong))}; lossops defines "
+            f"version {VERSION} only"]
+
+
+def problems(model: ModelProto) -> list[str]:
+    """`import_problems`, then everything `node_problems` finds in the model's lossops nodes."""
+    return import_problems(model) + [p for node in _nodes(model) if node.domain == DOMAIN
+                                     for p in node_problems(node)]
 
 
 def validate_nodes(model: ModelProto) -> None:

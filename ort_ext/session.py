@@ -120,7 +120,7 @@ class InferenceSession(onnxruntime.InferenceSession):
             super().__init__(model_bytes, sess_options, providers, provider_options, **kwargs)
         except Exception as e:
             if "Conflicting with a registered kernel" in str(e) and self.lossops_mode == "kernels":
-                raise ValueError("these SessionOptions already has onnxruntime-extensions registered "
+                raise ValueError("these SessionOptions already have onnxruntime-extensions registered "
                                  "(register_custom_ops_library); lossops registers it itself with its kernels: pass "
                                  "SessionOptions without it") from None
             raise

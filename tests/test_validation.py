@@ -41,7 +41,7 @@ BAD_MODELS = {
                           "BinaryCrossEntropyWithLogits has reduction"),
     "aclnn's spelling": (_model(_node("KlDiv", logTarget=1)), "KlDiv node 'out': unknown attribute 'logTarget'"),
     "attribute type": (_model(_node("KlDiv", log_target=1.0)),
-                       "KlDiv node 'out': attribute 'log_target' is FLOAT; expected an INT, one of 0, 1"),
+                       "KlDiv node 'out': attribute 'log_target' is 1.0 (float); expected an int, one of 0, 1"),
     "not UTF-8": (_model(_node(reduction=b"\xff\xfe")),
                   "attribute 'reduction' is not UTF-8 text (b'\\xff\\xfe'); expected one of 'none', 'mean', 'sum'"),
     "value": (_model(_node(reduction="batchmean")), "attribute 'reduction' is 'batchmean'; expected one of"),
@@ -99,7 +99,7 @@ def test_prepare_names_extensions_already_loaded():
 
     so = onnxruntime.SessionOptions()
     so.register_custom_ops_library(get_library_path())
-    with pytest.raises(ValueError, match="already has onnxruntime-extensions registered"):
+    with pytest.raises(ValueError, match="already have onnxruntime-extensions registered"):
         InferenceSession(_model(_node(reduction="sum")).SerializeToString(), so, mode="kernels")
 
 
