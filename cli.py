@@ -121,19 +121,27 @@ def _train_demo(args: argparse.Namespace) -> int:
     import logging
     import warnings
 
+    from .extras import require
     from .train_demo import main as train_main
 
-    logging.getLogger("torch").setLevel(logging.ERROR)
+    require("torch", "lossops train-demo", extra="train")
+    logging.getLogger("torch").setLevel(logging.ERROR)  # after torch's import, which sets its loggers up
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return train_main(args.steps, args.mode)
+        return train_main(args.steps, args.mode, args.plot)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from typing import get_args
+
     from .conformance.runner import ALL_BACKENDS
+    from .converters.lowering import PROVIDERS
     from .opset import OPS
     from .opset.spec import ASCEND_PARTS
     from .ort_ext import cann
+    from .ort_ext.session import Mode
+
+    providers = [p for p in PROVIDERS if p]  # the providers lowering knows how to serve
 
     parser = argparse.ArgumentParser(prog="lossops", description="The Ascend CANN loss operators as ONNX operators, "
                                      "run in ONNX Runtime.")
@@ -152,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                              description="Run onnx.checker and strict type/shape inference with the lossops schemas "
                              "and print what is wrong, node by node. Exit status 1 if anything is.")
     check.add_argument("model", help="path of an .onnx model")
-    check.add_argument("--provider", choices=["cann"], help="also report, node by node, whether this provider "
+    check.add_argument("--provider", choices=providers, help="also report, node by node, whether this provider "
                        "can claim it (lower lossops nodes first: lossops lower --for cann)")
     check.add_argument("--cann-mode", choices=cann.MODES, default="graph",
                        help="the CANN provider's graph mode (default) or single-op mode")
@@ -201,15 +209,17 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("model", help="input .onnx model")
         sub.add_argument("-o", "--output", required=True, help="where to write the result")
         if verb == "lower":
-            sub.add_argument("--for", dest="for_provider", choices=["cann"],
+            sub.add_argument("--for", dest="for_provider", choices=providers,
                              help="shape the result for a provider (cann: what its graph mode can claim)")
         sub.set_defaults(fn=_convert)
 
-    train = verbs.add_parser("train-demo", help="train three small models in PyTorch and in onnxruntime side by side",
-                             description="Export SGD training steps (forward, lossops backward, update) of three small "
-                             "models and run them in onnxruntime next to PyTorch; print both loss curves. Needs torch.")
-    train.add_argument("--steps", type=_count, default=20)
-    train.add_argument("--mode", choices=["decomposition", "kernels"], default="decomposition",
+    train = verbs.add_parser("train-demo", help="train four small models in PyTorch and in onnxruntime side by side",
+                             description="Export training steps (forward, lossops backward, optimizer update) of four "
+                             "small models and run them in onnxruntime next to PyTorch on the same batches; print how "
+                             "far the losses and final states differ and the step times. Needs lossops[train].")
+    train.add_argument("--steps", type=_count, default=100)
+    train.add_argument("--plot", metavar="FILE.png", help="also plot both loss curves (needs matplotlib)")
+    train.add_argument("--mode", choices=sorted(get_args(Mode)), default="decomposition",
                        help="run the lossops nodes as standard ops (plain onnxruntime) or on the kernels")
     train.set_defaults(fn=_train_demo)
     return parser

@@ -1,15 +1,19 @@
-"""Three small training problems, run for some SGD steps in PyTorch and in onnxruntime side by side
-(`lossops train-demo`; the tests hold the two to 1e-5)."""
+"""Four small training problems, trained in PyTorch and in onnxruntime side by side on the same batches
+(`lossops train-demo`; tests/test_training.py holds the two to 1e-5): the loss of every step, the final
+module state, and the time of a step both ways."""
 
 from __future__ import annotations
 
 import copy
+import math
+import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
-from .converters.training import SGD, export_training_step
+from .converters.optimizers import SGD, Adam, AdamW, Optimizer
 
 
 @dataclass
@@ -17,70 +21,188 @@ class Problem:
     name: str
     module: object  # torch.nn.Module
     loss_fn: Callable
-    inputs: tuple
-    loss_args: tuple
+    batches: list[tuple[tuple, tuple]]  # (module inputs, loss arguments) per batch, cycled
+    optimizer: Optimizer
+    schedule: Callable[[int], float] | None = None  # learning rate by step index (None: the optimizer's)
+    max_grad_norm: float | None = None
 
 
-def problems() -> list[Problem]:
+def problems(steps: int = 100) -> list[Problem]:
     import torch
     import torch.nn.functional as F
+    from torch import nn
 
     torch.manual_seed(0)
 
-    def mlp(out: int, final=None):
-        layers = [torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, out)]
-        return torch.nn.Sequential(*layers, *([final] if final else []))
+    def batches(x, *rest, size=32):
+        return [((x[k:k + size],), tuple(r[k:k + size] for r in rest)) for k in range(0, len(x), size)]
 
-    x = torch.randn(32, 6)
-    labels = (x[:, :3] + 0.3 * torch.randn(32, 3) > 0).float()
-    target = torch.softmax(x[:, :4] * 2, dim=-1)
-    return [
-        Problem("mlp + BinaryCrossEntropyWithLogits (pos_weight)", mlp(3),
-                lambda out, y, pw: F.binary_cross_entropy_with_logits(out, y, pos_weight=pw),
-                (x,), (labels, torch.tensor([1.0, 2.0, 0.5]))),
-        Problem("mlp + sigmoid + BinaryCrossEntropy", mlp(3, torch.nn.Sigmoid()),
-                lambda out, y: F.binary_cross_entropy(out, y), (x,), (labels,)),
-        Problem("mlp + log_softmax + KlDiv (batchmean)", mlp(4, torch.nn.LogSoftmax(dim=-1)),
-                lambda out, t: F.kl_div(out, t, reduction="batchmean"), (x,), (target,)),
-    ]
+    # 1: multi-label MLP, BCE with logits with a per-class pos_weight argument, AdamW on a cosine schedule
+    x = torch.randn(256, 16)
+    labels = (x[:, :5] + 0.5 * torch.randn(256, 5) > 0.8).float()
+    pos_weight = ((1 - labels).sum(0) / labels.sum(0).clamp(min=1)).clamp(max=10)
+    mlp = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 5))
+    adamw = AdamW(lr=3e-3, weight_decay=1e-2)
+
+    def cosine(k: int) -> float:
+        return adamw.lr * 0.5 * (1 + math.cos(math.pi * k / steps))
+
+    mlp_problem = Problem("MLP, BCE with logits + pos_weight", mlp,
+                          lambda out, y, pw: F.binary_cross_entropy_with_logits(out, y, pos_weight=pw),
+                          [(i, (*t, pos_weight)) for i, t in batches(x, labels)], adamw, cosine)
+
+    # 2: CNN with BatchNorm (convolutions without bias: batch norm cancels it, and Adam would amplify its
+    # rounding-noise gradient), sigmoid, BCE, Adam
+    images = torch.randn(128, 1, 8, 8)
+    classes = torch.stack([images[:, 0, :4].mean((1, 2)) > 0, images[:, 0, :, :4].mean((1, 2)) > 0,
+                           images[:, 0].mean((1, 2)) > 0.1], 1).float()
+    cnn = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                        nn.Conv2d(8, 8, 3, stride=2, padding=1, bias=False), nn.BatchNorm2d(8), nn.ReLU(),
+                        nn.Flatten(), nn.Linear(8 * 4 * 4, 3), nn.Sigmoid())
+    cnn_problem = Problem("CNN + BatchNorm, sigmoid + BCE", cnn, lambda out, y: F.binary_cross_entropy(out, y),
+                          batches(images, classes), Adam(lr=3e-3))
+
+    # 3: distillation: a student's log_softmax against a fixed teacher's softened probabilities
+    teacher = nn.Sequential(nn.Linear(16, 64), nn.Tanh(), nn.Linear(64, 10))
+    with torch.no_grad():
+        soft = torch.softmax(teacher(x) * 3.0, dim=-1)
+    student = nn.Sequential(nn.Linear(16, 8), nn.Tanh(), nn.Linear(8, 10), nn.LogSoftmax(dim=-1))
+    distill_problem = Problem("distillation student, log_softmax + KlDiv batchmean", student,
+                              lambda out, t: F.kl_div(out, t, reduction="batchmean"), batches(x, soft),
+                              SGD(lr=0.2, momentum=0.9, nesterov=True, weight_decay=1e-4))
+
+    # 4: a multi-label head whose pos_weight is a buffer of the module; gradients clipped to norm 1
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 5))
+            self.register_buffer("pos_weight", pos_weight.clone())
+
+        def forward(self, x):
+            return self.body(x)
+
+    head = Head()
+    head_problem = Problem("multi-label head, pos_weight a module buffer", head,
+                           lambda out, y: F.binary_cross_entropy_with_logits(out, y, pos_weight=head.pos_weight),
+                           batches(x, labels), SGD(lr=0.1, momentum=0.9, weight_decay=1e-4), max_grad_norm=1.0)
+    return [mlp_problem, cnn_problem, distill_problem, head_problem]
 
 
-DEFAULT_OPTIMIZER = SGD(lr=0.1, momentum=0.9)
+@dataclass
+class Result:
+    problem: Problem
+    torch_losses: np.ndarray
+    ort_losses: np.ndarray
+    torch_state: dict[str, np.ndarray]  # the module's state_dict at the end
+    ort_state: dict[str, np.ndarray]
+    torch_step_s: float  # median seconds per step, steps 5 and later
+    ort_step_s: float
+    session: object  # the TrainingSession
+
+    @property
+    def loss_difference(self) -> float:
+        """Largest |onnxruntime - PyTorch| / |PyTorch| over the steps' losses."""
+        return float(np.max(np.abs(self.ort_losses - self.torch_losses) / np.abs(self.torch_losses)))
+
+    @property
+    def state_difference(self) -> float:
+        """Largest difference of a final state tensor relative to that tensor's largest magnitude."""
+        return max(float(np.max(np.abs(self.ort_state[n].astype(np.float64) - v), initial=0))
+                   / max(float(np.max(np.abs(v), initial=0)), 1e-30) for n, v in self.torch_state.items())
 
 
-def run(problem: Problem, steps: int = 20, optimizer: SGD = DEFAULT_OPTIMIZER, mode: str = "decomposition"):
-    """(PyTorch losses, onnxruntime losses, PyTorch final parameters, onnxruntime final parameters)."""
+def run(problem: Problem, steps: int = 100, mode: str = "decomposition", progress: bool | None = False) -> Result:
+    """Train `problem` for `steps` steps in PyTorch and in onnxruntime, one step of each in turn."""
     import torch
 
+    from .converters.training import export_training_step
     from .ort_ext import TrainingSession
 
-    reference = copy.deepcopy(problem.module)
-    exported = export_training_step(copy.deepcopy(problem.module), problem.loss_fn,
-                                    (problem.inputs, problem.loss_args), optimizer)
-    session = TrainingSession(exported.model, exported.parameters, exported.buffers, mode=mode)
-    data = dict(zip(exported.data, [a.numpy() for a in problem.inputs + problem.loss_args], strict=True))
-    sgd = torch.optim.SGD(reference.parameters(), lr=optimizer.lr, momentum=optimizer.momentum)
-    torch_losses, ort_losses = [], []
-    for _ in range(steps):
-        sgd.zero_grad()
-        loss = problem.loss_fn(reference(*problem.inputs), *problem.loss_args)
+    reference = copy.deepcopy(problem.module).train()
+    optimizer = problem.optimizer.torch(reference.parameters())
+    (module_args, loss_args) = problem.batches[0]
+    exported = export_training_step(problem.module, problem.loss_fn, (module_args, loss_args), problem.optimizer,
+                                    problem.max_grad_norm)
+    session = TrainingSession(exported, mode=mode)
+    # a loss that reads a buffer (pos_weight) reads the original module's here: equal values, never trained
+    loss_fn = problem.loss_fn
+    torch_losses, torch_times, ort_times = [], [], []
+    lr = problem.schedule or (lambda k: problem.optimizer.lr)
+    for k in range(steps):
+        module_in, loss_in = problem.batches[k % len(problem.batches)]
+        for group in optimizer.param_groups:
+            group["lr"] = lr(k)
+        start = time.perf_counter()
+        optimizer.zero_grad()
+        loss = loss_fn(reference(*module_in), *loss_in)
         loss.backward()
-        sgd.step()
+        if problem.max_grad_norm is not None:
+            torch.nn.utils.clip_grad_norm_(reference.parameters(), problem.max_grad_norm)
+        optimizer.step()
+        torch_times.append(time.perf_counter() - start)
         torch_losses.append(loss.item())
-        ort_losses.append(session.step(data))
-    torch_params = {f"module.{k}": v.detach().numpy() for k, v in reference.named_parameters()}
-    return np.array(torch_losses), np.array(ort_losses), torch_params, session.parameters(), exported
+        arrays = [a.numpy() for a in module_in + loss_in]
+        start = time.perf_counter()
+        session.step(arrays, lr(k))
+        ort_times.append(time.perf_counter() - start)
+    torch_state = {k: v.detach().numpy() for k, v in reference.state_dict().items()}
+    return Result(problem, np.array(torch_losses), np.array(session.history), torch_state, session.state_dict(),
+                  statistics.median(torch_times[5:] or torch_times), statistics.median(ort_times[5:] or ort_times),
+                  session)
 
 
-def main(steps: int, mode: str) -> int:
-    for problem in problems():
-        torch_losses, ort_losses, torch_params, ort_params, exported = run(problem, steps, mode=mode)
-        nodes = sorted({f"{n.op_type}" for n in exported.model.graph.node if n.domain == "lossops"})
-        print(f"{problem.name}: lossops nodes in the step graph: {', '.join(nodes)}")
-        print(f"{'step':>4s} {'PyTorch loss':>14s} {'onnxruntime loss':>17s} {'rel diff':>9s}")
-        for k, (a, b) in enumerate(zip(torch_losses, ort_losses, strict=True)):
-            print(f"{k:4d} {a:14.8f} {b:17.8f} {abs(a - b) / max(abs(a), 1e-30):9.1e}")
-        worst = max(float(np.max(np.abs(ort_params[n] - p)) / max(float(np.max(np.abs(p))), 1e-30))
-                    for n, p in torch_params.items())
-        print(f"final parameters: largest difference relative to the tensor's largest value {worst:.1e}\n")
+def table(results: list[Result], mode: str) -> list[str]:
+    lines = [f"| model | optimizer | steps | loss: largest rel. diff | final state: largest rel. diff "
+             f"| PyTorch eager ms/step | onnxruntime ({mode}) ms/step | PyTorch / onnxruntime |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        o = r.problem.optimizer
+        name = type(o).__name__ + (" nesterov" if getattr(o, "nesterov", False) else "")
+        name += ", schedule" if r.problem.schedule else ""
+        name += f", clip {r.problem.max_grad_norm:g}" if r.problem.max_grad_norm else ""
+        lines.append(f"| {r.problem.name} | {name} | {len(r.torch_losses)} | {r.loss_difference:.1e} "
+                     f"| {r.state_difference:.1e} | {r.torch_step_s * 1e3:.3f} | {r.ort_step_s * 1e3:.3f} "
+                     f"| {r.torch_step_s / r.ort_step_s:.2f}x |")
+    return lines
+
+
+def plot(results: list[Result], path: str) -> None:
+    from .extras import require
+
+    require("matplotlib", "lossops train-demo --plot").use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(results), figsize=(4.5 * len(results), 3.6), squeeze=False)
+    for ax, r in zip(axes[0], results, strict=True):
+        ax.plot(r.torch_losses, label="PyTorch eager", linewidth=3, alpha=0.5)
+        ax.plot(r.ort_losses, label="onnxruntime", linestyle="--")
+        ax.set_title(r.problem.name, fontsize=8)
+        ax.set_xlabel("step")
+    axes[0][0].set_ylabel("loss")
+    axes[0][0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(steps: int, mode: str, plot_path: str | None = None) -> int:
+    from . import opset
+    from .extras import require
+
+    if plot_path:
+        require("matplotlib", "lossops train-demo --plot")  # before the training, not after
+    results = []
+    for problem in problems(steps):
+        results.append(run(problem, steps, mode))
+        graph = results[-1].session.definition.model.graph
+        nodes = sorted({n.op_type for n in graph.node if n.domain == opset.DOMAIN})
+        print(f"{problem.name}: loss {results[-1].torch_losses[0]:.4f} -> {results[-1].torch_losses[-1]:.4f}; "
+              f"lossops nodes in the step graph: {', '.join(nodes)}")
+    print()
+    print("\n".join(table(results, mode)))
+    print("\nrel. diff: |onnxruntime - PyTorch| / |PyTorch| per step's loss; for the final state, per tensor "
+          "relative to its largest magnitude. Times: medians from step 5 on, the two stepped in turn.")
+    if plot_path:
+        plot(results, plot_path)
+        print(f"wrote {plot_path}")
     return 0

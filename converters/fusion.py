@@ -64,43 +64,78 @@ _REDUCTIONS = {
 _CORES = {"dynamo": _dynamo_core, "dynamo-folded": _dynamo_folded_core, "torchscript": _torchscript_core}
 
 
-def _rule(exporter: str, weighted: bool, pos_weighted: bool, reduction: str) -> pattern.RewriteRule:
-    core, reduce = _CORES[exporter], _REDUCTIONS[exporter][reduction]
+class _BceWithLogits(pattern.RewriteRuleClassBase):
+    """One exporter's BCE-with-logits subgraph for one reduction, fused into the lossops node. The pattern's
+    inputs are its method's parameters, so each combination of optional weights is a subclass whose methods
+    name exactly the inputs it matches."""
 
-    def target(op, x, y, w=None, pw=None):
-        loss = core(op, x, y, pw)
+    def __init__(self, exporter: str, reduction: str):
+        weights = "".join(f"-{p}" for p in ("weight", "pos_weight") if p in self.inputs)
+        super().__init__(f"{exporter}-bce-with-logits{weights}-{reduction}")
+        self.exporter, self.reduction = exporter, reduction
+        self.core, self.reduce = _CORES[exporter], _REDUCTIONS[exporter][reduction]
+        # A [1]-shaped constant makes a rank-0 input's TorchScript result rank 1: fuse those at rank >= 1 only.
+        self.min_rank = 1 if exporter == "torchscript" else 0
+
+    inputs: tuple[str, ...] = ()
+
+    def target(self, op, x, y, w=None, pw=None):
+        loss = self.core(op, x, y, pw)
         if w is not None:
             loss = op.Mul(loss, w)
-        return reduce(op, loss)
+        return self.reduce(op, loss)
 
-    def replacement(op, x, y, w=None, pw=None, **_):
-        if exporter == "dynamo-folded":  # the matched constant is pos_weight - 1
+    def fused(self, op, x, y, w=None, pw=None):
+        if self.exporter == "dynamo-folded":  # the matched constant is pos_weight - 1
             pw = op.Add(pw, op.CastLike(op.Constant(value_float=1.0), pw))
-        return op.BinaryCrossEntropyWithLogits(x, y, w, pw, reduction=reduction, _domain=opset.DOMAIN)
+        return op.BinaryCrossEntropyWithLogits(x, y, w, pw, reduction=self.reduction, _domain=opset.DOMAIN)
 
-    # the pattern's inputs are the function's parameters: give each variant exactly the ones it uses
-    params = ["x", "y"] + (["w"] if weighted else []) + (["pw"] if pos_weighted else [])
-    target_fn = _with_params(target, params)
-    replacement_fn = _with_params(replacement, params, keywords=True)
-    name = f"{exporter}-bce-with-logits{'-weight' if weighted else ''}{'-pos_weight' if pos_weighted else ''}" \
-           f"-{reduction}"
-    # A [1]-shaped constant makes a rank-0 input's TorchScript result rank 1: fuse those at rank >= 1 only.
-    min_rank = 1 if exporter == "torchscript" else 0
-    return pattern.RewriteRule(target_fn, replacement_fn,
-                               lambda context, x, y, **kw: _shapes_fit(context, x, y, min_rank=min_rank, **kw),
-                               name=name)
+    def check(self, context, x, y, w=None, pw=None, **_) -> bool:
+        return _shapes_fit(x, y, w, pw, self.min_rank)
 
 
-def _with_params(fn, params: list[str], keywords: bool = False):
-    args, call = ", ".join(params), ", ".join(f"{p}={p}" for p in params)
-    source = f"def f(op, {args}{', **_' if keywords else ''}):\n    return fn(op, {call})"
-    scope = {"fn": fn}
-    exec(source, scope)
-    return scope["f"]
+class _Plain(_BceWithLogits):
+    def pattern(self, op, x, y):
+        return self.target(op, x, y)
+
+    def rewrite(self, op, x, y, **_):
+        return self.fused(op, x, y)
 
 
-def _shapes_fit(context, x: ir.Value, y: ir.Value, w: ir.Value | None = None, pw: ir.Value | None = None,
-                min_rank: int = 0, **_) -> bool:
+class _Weighted(_BceWithLogits):
+    inputs = ("weight",)
+
+    def pattern(self, op, x, y, w):
+        return self.target(op, x, y, w=w)
+
+    def rewrite(self, op, x, y, w, **_):
+        return self.fused(op, x, y, w=w)
+
+
+class _PosWeighted(_BceWithLogits):
+    inputs = ("pos_weight",)
+
+    def pattern(self, op, x, y, pw):
+        return self.target(op, x, y, pw=pw)
+
+    def rewrite(self, op, x, y, pw, **_):
+        return self.fused(op, x, y, pw=pw)
+
+
+class _BothWeighted(_BceWithLogits):
+    inputs = ("weight", "pos_weight")
+
+    def pattern(self, op, x, y, w, pw):
+        return self.target(op, x, y, w=w, pw=pw)
+
+    def rewrite(self, op, x, y, w, pw, **_):
+        return self.fused(op, x, y, w=w, pw=pw)
+
+
+_VARIANTS = {(False, False): _Plain, (True, False): _Weighted, (False, True): _PosWeighted, (True, True): _BothWeighted}
+
+
+def _shapes_fit(x: ir.Value, y: ir.Value, w: ir.Value | None, pw: ir.Value | None, min_rank: int) -> bool:
     """Fuse only where the lossops node means the same: target exactly input's shape, weights broadcast into
     it without enlarging it, element types in T."""
     if x.shape is None or y.shape is None or x.shape != y.shape or x.dtype != y.dtype or len(x.shape) < min_rank:
@@ -121,7 +156,7 @@ def _shapes_fit(context, x: ir.Value, y: ir.Value, w: ir.Value | None = None, pw
 # The rewriter tries every rule at each node, in graph order, as the pattern's last node; the loss core comes
 # before its weight Mul and its reduction, so the largest patterns must run first, in passes of their own.
 PASSES = [
-    pattern.RewriteRuleSet([_rule(e, w, p, r) for e, p in itertools.product(_CORES, (True, False))
+    pattern.RewriteRuleSet([_VARIANTS[w, p].rule(e, r) for e, p in itertools.product(_CORES, (True, False))
                             if p or e != "dynamo-folded"], commute=True)
     for r, w in (("mean", True), ("sum", True), ("mean", False), ("sum", False), ("none", True), ("none", False))
 ]

@@ -9,27 +9,9 @@ from onnx import ModelProto
 
 from .. import opset
 from ..extras import require
-from .aclnn import reduction_name
 
 torch = require("torch", "exporting from PyTorch")
-
-
-def translation_table() -> dict:
-    """aten overload -> onnxscript function emitting the lossops node (the schemas must be registered:
-    onnxscript looks them up; a @script function would be inlined and lose the node)."""
-    lossops_op = opset.script_opset()
-
-    def bce_with_logits(input, target, weight=None, pos_weight=None, reduction: int = 1):
-        return lossops_op.BinaryCrossEntropyWithLogits(
-            input, target, weight, pos_weight, reduction=reduction_name(reduction, "BinaryCrossEntropyWithLogits"))
-
-    def bce_backward(grad_output, input, target, weight=None, reduction: int = 1):
-        return lossops_op.BinaryCrossEntropyBackward(
-            grad_output, input, target, weight, reduction=reduction_name(reduction, "BinaryCrossEntropyBackward"))
-
-    aten = torch.ops.aten
-    return {aten.binary_cross_entropy_with_logits.default: bce_with_logits,
-            aten.binary_cross_entropy_backward.default: bce_backward}
+from .aten import translation_table  # noqa: E402
 
 
 def export(module, args: tuple, **kwargs: Any) -> ModelProto:

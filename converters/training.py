@@ -1,87 +1,63 @@
 """Training-step graphs: forward, loss, backward (PyTorch's autograd differentiates; lossops backward
-operators compute the loss gradients) and an in-graph SGD update, as one ONNX model that a plain
-onnxruntime runs. Needs torch."""
+operators compute the loss gradients) and the optimizer update, as one ONNX model that a plain
+onnxruntime runs; and the module's eval-mode forward over the same state. Needs torch.
+
+The step graph's inputs are the state (parameters, module buffers, optimizer state, in that order), the
+run-time scalars `lr` (float64) and `step` (int64: steps taken before this one), then the data; its outputs
+are `loss` and the new value of every state entry and of `step`, each named `<input>.new`. Parameters and
+buffers keep the module's state_dict names.
+"""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
-from onnx import ModelProto, helper, numpy_helper
+from onnx import ModelProto, TensorProto, helper
 
 from .. import opset
 from ..extras import require
-from .aclnn import reduction_name
+from .optimizers import LR, SGD, STEP, Adam, AdamW, Graph, Optimizer, clip_by_global_norm, new_name, slot_name
 
-torch = require("torch", "training-step export")
+torch = require("torch", "training-step export", extra="train")
+from .aten import translation_table  # noqa: E402
 
-
-@dataclass(frozen=True)
-class SGD:
-    """torch.optim.SGD(lr, momentum) without dampening, Nesterov or weight decay. The momentum buffer
-    starts at zero, which gives PyTorch's first step (buffer = gradient)."""
-
-    lr: float
-    momentum: float = 0.0
+__all__ = ["SGD", "Adam", "AdamW", "TrainingStep", "export_training_step"]
 
 
 @dataclass
 class TrainingStep:
-    """The exported step: `model` maps (parameters, momentum buffers, data) to (loss, new parameters, new
-    buffers). Names are the ONNX input names, in order."""
+    """An exported step, its eval-mode forward and the initial state (see the module docstring)."""
 
     model: ModelProto
-    parameters: dict[str, np.ndarray]  # initial values, from the module
-    buffers: list[str] = field(default_factory=list)  # momentum buffers, one per parameter (empty: momentum 0)
-    data: list[str] = field(default_factory=list)
+    eval_model: ModelProto  # (parameters, buffers, module inputs) -> module output, eval mode
+    state: dict[str, np.ndarray]  # initial values of every state input, in input order
+    parameters: list[str]  # names of the parameters (trained or frozen), module order
+    trained: list[str]  # the parameters that get gradients
+    buffers: list[str]  # the module's buffers (BatchNorm statistics, captured tensors)
+    optimizer: Optimizer
+    max_grad_norm: float | None
+    data: list[str] = field(default_factory=list)  # module inputs, then loss arguments
+    module_inputs: int = 0  # how many of `data` the module (and eval_model) takes
     loss: str = "loss"
 
-
-def translation_table() -> dict:
-    """aten/lossops torch ops -> lossops nodes, for forward and backward (the backward from the gradient table)."""
-    from . import torch_ops  # noqa: F401 - registers torch.ops.lossops.*
-
-    op = opset.script_opset()
-    bce_backward = getattr(op, opset.get("BinaryCrossEntropy").gradient.backward)
-    bcewl_backward = getattr(op, opset.get("BinaryCrossEntropyWithLogits").gradient.backward)
-    kl_backward = getattr(op, opset.get("KlDiv").gradient.backward)
-
-    def bce(input, target, weight=None, reduction: int = 1):
-        return op.BinaryCrossEntropy(input, target, weight, reduction=reduction_name(reduction, "BinaryCrossEntropy"))
-
-    def bce_grad(grad_output, input, target, weight=None, reduction: int = 1):
-        return bce_backward(grad_output, input, target, weight,
-                            reduction=reduction_name(reduction, "BinaryCrossEntropyBackward"))
-
-    def bcewl(input, target, weight=None, pos_weight=None, reduction: int = 1):
-        return op.BinaryCrossEntropyWithLogits(input, target, weight, pos_weight,
-                                               reduction=reduction_name(reduction, "BinaryCrossEntropyWithLogits"))
-
-    def bcewl_grad(grad_output, input, target, weight=None, pos_weight=None, reduction: int = 1):
-        return bcewl_backward(grad_output, input, target, weight, pos_weight,
-                              reduction=reduction_name(reduction, "BinaryCrossEntropyWithLogitsBackward"))
-
-    def kl(input, target, reduction: int = 1, log_target: bool = False):
-        return op.KlDiv(input, target, reduction=reduction_name(reduction, "KlDiv"), log_target=int(log_target))
-
-    def kl_grad(grad_output, input, target, reduction: int = 1, log_target: bool = False):
-        return kl_backward(grad_output, input, target, reduction=reduction_name(reduction, "KlDivBackward"),
-                           log_target=int(log_target))
-
-    aten, lossops = torch.ops.aten, torch.ops.lossops
-    return {aten.binary_cross_entropy.default: bce, aten.binary_cross_entropy_backward.default: bce_grad,
-            lossops.binary_cross_entropy_with_logits.default: bcewl,
-            lossops.binary_cross_entropy_with_logits_backward.default: bcewl_grad,
-            lossops.kl_div.default: kl, lossops.kl_div_backward.default: kl_grad}
+    @property
+    def module_state(self) -> list[str]:
+        return self.parameters + self.buffers
 
 
-def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: SGD) -> TrainingStep:
-    """Export one SGD step of `loss_fn(module(*module_args), *loss_args)` with
-    `example_inputs = (module_args, loss_args)`."""
+def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Optimizer | None = None,
+                         max_grad_norm: float | None = None) -> TrainingStep:
+    """Export one optimizer step of `loss_fn(module(*module_args), *loss_args)` with `example_inputs =
+    (module_args, loss_args)`. `module` is in train mode during the step (BatchNorm updates its running
+    statistics as PyTorch does); tensors the loss reads from the module (a registered `pos_weight` buffer)
+    are state, not arguments. `max_grad_norm` clips the gradients by their global norm first."""
     from torch._functorch.aot_autograd import aot_export_module
 
     from .torch_ops import LossopsLosses
 
+    optimizer = optimizer or SGD()
     module_args, loss_args = (tuple(a) for a in example_inputs)
 
     class Step(torch.nn.Module):
@@ -92,65 +68,129 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: SGD)
         def forward(self, *args):
             return (loss_fn(self.module(*args[:len(module_args)]), *args[len(module_args):]),)
 
-    step = Step()
+    step = Step().train()
     with LossopsLosses():
         joint, signature = aot_export_module(step, module_args + loss_args, trace_joint=True, output_loss_index=0,
                                              decompositions={})
-    names = list(signature.parameters)
-    if signature.buffers:
-        raise ValueError(f"modules with buffers are not supported yet: {signature.buffers}")
-    state = dict(step.named_parameters())
-    params = [state[n].detach() for n in names]
+    strip = len("module.")
+    params = [n[strip:] for n in signature.parameters]
+    buffers = [n[strip:] for n in signature.buffers]
+    mutated = [n[strip:] for n in signature.buffers_to_mutate.values()]
+    trained = [n[strip:] for n in signature.backward_signature.gradients_to_parameters.values()]
+    module_state = {k: v.detach().clone() for k, v in module.state_dict(keep_vars=True).items()}
     data = [f"input_{k}" for k in range(len(module_args))] + [f"target_{k}" for k in range(len(loss_args))]
-    program = torch.onnx.export(joint, tuple(params) + module_args + loss_args, dynamo=True,
-                                custom_translation_table=translation_table(), input_names=names + data,
-                                verbose=False)
+    clash = {LR, STEP, "loss"} & set(params + buffers)
+    if clash:
+        raise ValueError(f"training-step export: the module has state named {sorted(clash)}, which the step "
+                         "graph uses for its own inputs and outputs")
+    program = torch.onnx.export(joint, tuple(module_state[n] for n in params + buffers) + module_args + loss_args,
+                                dynamo=True, custom_translation_table=translation_table(),
+                                input_names=params + buffers + data, verbose=False)
     model = program.model_proto
-    gradient_outputs = [o.name for o in model.graph.output[1:]]
-    grads_by_param = dict(zip(signature.backward_signature.gradients_to_parameters.values(),
-                              gradient_outputs, strict=True))
-    _append_sgd(model, names, [grads_by_param[n] for n in names], optimizer)
-    return TrainingStep(opset.with_functions(model), {n: p.numpy() for n, p in zip(names, params, strict=True)},
-                        [f"{n}.momentum" for n in names] if optimizer.momentum else [], data)
+    outputs = [o.name for o in model.graph.output]
+    loss = outputs[len(mutated)]
+    new_buffers = dict(zip(mutated, outputs[:len(mutated)], strict=True))
+    grads = dict(zip(trained, outputs[len(mutated) + 1:], strict=True))
+    state = _append_update(model, params, buffers, new_buffers, loss, grads, optimizer, max_grad_norm)
+    initial = {n: module_state[n].numpy() for n in params + buffers}
+    initial.update({n: np.zeros_like(initial[n.rsplit("/", 1)[0]]) for n in state[len(params + buffers):]})
+    return TrainingStep(opset.with_functions(model), _export_eval(module, params + buffers, module_args),
+                        initial, params, trained, buffers, optimizer, max_grad_norm, data, len(module_args))
 
 
-def _append_sgd(model: ModelProto, params: list[str], grads: list[str], optimizer: SGD) -> None:
-    """Graph outputs become (loss, new parameters, new momentum buffers)."""
+def _append_update(model: ModelProto, params: list[str], buffers: list[str], new_buffers: dict[str, str],
+                   loss: str, grads: dict[str, str], optimizer: Optimizer, max_grad_norm: float | None) -> list[str]:
+    """Rewire the joint graph's outputs into the step graph's; returns the state input names, in order."""
     graph = model.graph
-    loss = graph.output[0]
-    loss.name = _rename_output(model, loss.name, "loss")
     types = {v.name: v.type for v in graph.input}
+    elems = {n: t.tensor_type.elem_type for n, t in types.items()}
+    g = Graph(graph)
+    data_inputs = list(graph.input)[len(params) + len(buffers):]
+    del graph.input[len(params) + len(buffers):]
     del graph.output[:]
-    graph.output.append(loss)
-    new_params, new_buffers = [], []
-    for p, g in zip(params, grads, strict=True):
-        elem = types[p].tensor_type.elem_type
-        lr = _scalar(model, f"{p}.lr", optimizer.lr, elem)
-        step = g
-        if optimizer.momentum:
-            buffer = f"{p}.momentum"
-            graph.input.append(helper.make_value_info(buffer, types[p]))
-            momentum = _scalar(model, f"{p}.momentum_factor", optimizer.momentum, elem)
-            scaled = f"{buffer}.scaled"
-            graph.node.append(helper.make_node("Mul", [buffer, momentum], [scaled]))
-            graph.node.append(helper.make_node("Add", [scaled, g], [f"{buffer}.new"]))
-            step = f"{buffer}.new"
-            new_buffers.append(helper.make_value_info(step, types[p]))
-        graph.node.append(helper.make_node("Mul", [step, lr], [f"{p}.step"]))
-        graph.node.append(helper.make_node("Sub", [p, f"{p}.step"], [f"{p}.new"]))
-        new_params.append(helper.make_value_info(f"{p}.new", types[p]))
-    graph.output.extend(new_params + new_buffers)
+
+    def output(source: str, name: str, like: str | None = None, elem: int | None = None) -> None:
+        graph.node.append(helper.make_node("Identity", [source], [name], name=name))
+        value = helper.make_value_info(name, types[like]) if like else helper.make_tensor_value_info(name, elem, [])
+        graph.output.append(value)
+
+    output(loss, "loss", elem=_elem_of(model, loss))
+    new_step = g.op("Add", STEP, g.const(1, TensorProto.INT64))
+    step_double = g.cast(new_step, TensorProto.DOUBLE)
+    first = g.op("Equal", STEP, g.const(0, TensorProto.INT64), hint="first_step")
+    trained = [p for p in params if p in grads]
+    grad_values = [grads[p] for p in trained]
+    if max_grad_norm is not None:
+        grad_values = clip_by_global_norm(g, grad_values, [elems[p] for p in trained], max_grad_norm)
+    slots = []
+    new_params = {}
+    for p, grad in zip(trained, grad_values, strict=True):
+        state = {s: slot_name(p, s) for s in optimizer.slots}
+        slots += state.values()
+        new_params[p], updated = optimizer.update(g, p, grad, state, elems[p], first, LR, step_double)
+        for s, value in updated.items():
+            new_params[slot_name(p, s)] = value
+    for p in params:  # frozen parameters (no gradient) come back unchanged
+        output(new_params.get(p, p), new_name(p), like=p)
+    for b in buffers:
+        # the exporter writes num_batches_tracked + 1 with a constant of shape [1], which makes it [1]
+        value = g.op("Reshape", new_buffers[b], g.op("Shape", b)) if b in new_buffers else b
+        output(value, new_name(b), like=b)
+    for s in slots:
+        graph.input.append(helper.make_value_info(s, types[s.rsplit("/", 1)[0]]))
+        types[s] = types[s.rsplit("/", 1)[0]]
+        output(new_params[s], new_name(s), like=s)
+    graph.input.extend([helper.make_tensor_value_info(LR, TensorProto.DOUBLE, []),
+                        helper.make_tensor_value_info(STEP, TensorProto.INT64, [])])
+    graph.input.extend(data_inputs)
+    output(new_step, new_name(STEP), elem=TensorProto.INT64)
+    return params + buffers + slots
 
 
-def _scalar(model: ModelProto, name: str, value: float, elem: int) -> str:
-    array = np.array(value, dtype=helper.tensor_dtype_to_np_dtype(elem))
-    model.graph.initializer.append(numpy_helper.from_array(array, name))
-    return name
+def _elem_of(model: ModelProto, name: str) -> int:
+    for v in [*model.graph.value_info, *model.graph.output]:
+        if v.name == name:
+            return v.type.tensor_type.elem_type
+    return TensorProto.FLOAT
 
 
-def _rename_output(model: ModelProto, old: str, new: str) -> str:
-    for node in model.graph.node:
-        node.output[:] = [new if o == old else o for o in node.output]
-        node.input[:] = [new if i == old else i for i in node.input]
-    return new
+def _export_eval(module, state: list[str], module_args: tuple) -> ModelProto:
+    """The module's eval-mode forward with its state as graph inputs (before the module inputs)."""
+    from torch.func import functional_call
 
+    from .torch import export
+
+    evaluated = copy.deepcopy(module).eval()
+
+    class Eval(torch.nn.Module):
+        def forward(self, *args):
+            return functional_call(evaluated, dict(zip(state, args[:len(state)], strict=True)), args[len(state):])
+
+    values = evaluated.state_dict()
+    return export(Eval(), tuple(values[n] for n in state) + module_args, verbose=False,
+                  input_names=state + [f"input_{k}" for k in range(len(module_args))])
+
+
+def load_into_torch(path: str, module, optimizer=None) -> None:
+    """Load a checkpoint that `TrainingSession.save` wrote into a PyTorch `module` (strict: every key) and,
+    if given, into `optimizer`, a torch.optim optimizer over `module.parameters()` of the same kind, so that
+    training can go on in PyTorch."""
+    require("safetensors", "loading training checkpoints")
+    from safetensors.torch import load_file
+
+    from .optimizers import STEP
+
+    tensors = load_file(path)
+    module.load_state_dict({k: v for k, v in tensors.items() if k != STEP and "/" not in k}, strict=True)
+    if optimizer is None:
+        return
+    state = {}
+    for index, (name, _) in enumerate(module.named_parameters()):
+        slots = {k.split("/", 1)[1]: v for k, v in tensors.items() if k.split("/", 1)[0] == name and "/" in k}
+        if "exp_avg" in slots:  # Adam keeps its step count per parameter, as a float tensor
+            slots["step"] = tensors[STEP].to(torch.float32)
+        if slots:
+            state[index] = slots
+    saved = optimizer.state_dict()
+    saved["state"] = state
+    optimizer.load_state_dict(saved)

@@ -1,38 +1,160 @@
-"""Runs exported training-step graphs with onnxruntime: parameters and momentum buffers stay OrtValues and
-are fed back each step (no conversion to numpy between steps)."""
+"""Runs exported training steps with onnxruntime: the state (parameters, buffers, optimizer state) stays in
+OrtValues fed back each step; checkpoints are safetensors files; the eval-mode forward runs on the same state.
+
+Checkpoints are safetensors rather than `torch.save` pickles: the format loads without torch and without
+running code (a pickle can run any code on load), and PyTorch reads it with `safetensors.torch.load_file`.
+Module state keeps the module's state_dict keys, so `module.load_state_dict` takes it once the optimizer
+entries (`<param>/<slot>`, `step`) are left out; `lossops.converters.training.load_into_torch` does that and
+also fills a torch.optim optimizer's state.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import onnxruntime
-from onnx import ModelProto
+from onnx import ModelProto, numpy_helper
 
+from ..converters.optimizers import LR, STEP, describe, new_name
+from ..extras import require
 from .session import InferenceSession, Mode
+
+if TYPE_CHECKING:
+    from ..converters.training import TrainingStep
+
+FORMAT = "lossops.training-state/1"  # the checkpoint's metadata says which layout it has
 
 
 class TrainingSession:
-    """Steps a model whose inputs are (parameters, data, momentum buffers) and outputs (loss, new parameters,
-    new buffers), as `lossops.converters.training.export_training_step` writes it."""
+    """Steps a `TrainingStep` (from `lossops.converters.training.export_training_step`) in onnxruntime."""
 
-    def __init__(self, model: ModelProto, parameters: Mapping[str, np.ndarray], buffers: Iterable[str] = (),
-                 mode: Mode = "decomposition"):
-        self.session = InferenceSession(model.SerializeToString(), mode=mode)
-        self.names = list(parameters)
-        self.buffer_names = list(buffers)
-        self.state = {n: onnxruntime.OrtValue.ortvalue_from_numpy(np.array(v)) for n, v in parameters.items()}
-        self.state.update({b: onnxruntime.OrtValue.ortvalue_from_numpy(np.zeros_like(parameters[p]))
-                           for b, p in zip(self.buffer_names, self.names, strict=False)})
-        self.outputs = [o.name for o in self.session.get_outputs()]
+    def __init__(self, step: TrainingStep, mode: Mode = "decomposition",
+                 sess_options: onnxruntime.SessionOptions | None = None):
+        self.definition = step
+        self.mode, self.sess_options = mode, sess_options
+        self.session = InferenceSession(step.model.SerializeToString(), sess_options, mode=mode)
+        self._eval_session: InferenceSession | None = None
+        self.state = {n: _ortvalue(v) for n, v in step.state.items()}
+        self.steps = 0  # steps taken
+        self.lr = step.optimizer.lr  # used by `step` when it is given none
+        self.history: list[float] = []  # the loss of every step taken
+        self._outputs = ["loss", *map(new_name, self.state), new_name(STEP)]
 
-    def step(self, data: Mapping[str, np.ndarray]) -> float:
+    def step(self, data: Sequence[np.ndarray] | Mapping[str, np.ndarray], lr: float | None = None) -> float:
+        """One optimizer step on one batch (arrays in the order of `definition.data`, or by name); the loss."""
+        names = self.definition.data
+        if not isinstance(data, Mapping):
+            if len(data) != len(names):
+                raise ValueError(f"TrainingSession.step: expected {len(names)} arrays ({', '.join(names)}), "
+                                 f"got {len(data)}")
+            data = dict(zip(names, data, strict=True))
         feeds = dict(self.state)
-        feeds.update({k: onnxruntime.OrtValue.ortvalue_from_numpy(np.ascontiguousarray(v)) for k, v in data.items()})
-        loss, *new = self.session.run_with_ort_values(self.outputs, feeds)
-        for name, value in zip(self.names + self.buffer_names, new, strict=True):
-            self.state[name] = value
-        return float(loss.numpy())
+        feeds[LR] = _ortvalue(np.float64(self.lr if lr is None else lr))
+        feeds[STEP] = _ortvalue(np.int64(self.steps))
+        feeds.update({k: _ortvalue(v) for k, v in data.items()})
+        loss, *new, _ = self.session.run_with_ort_values(self._outputs, feeds)
+        self.state = dict(zip(self.state, new, strict=True))
+        self.steps += 1
+        self.history.append(float(loss.numpy()))
+        return self.history[-1]
+
+    def fit(self, batches: Iterable[Sequence[np.ndarray]], steps: int | None = None,
+            lr: float | Callable[[int], float] | None = None, progress: bool | None = None) -> list[float]:
+        """Step over `batches` (at most `steps` of them); `lr` is a number or a function of the step index
+        (a schedule). `progress`: a tqdm bar (True needs tqdm; None shows one when tqdm is installed and
+        stderr is a terminal). Returns the losses of these steps."""
+        import itertools
+        import sys
+
+        from ..extras import available
+
+        batches = itertools.islice(batches, steps)
+        if progress or (progress is None and available("tqdm") and sys.stderr.isatty()):
+            tqdm = require("tqdm", "the training progress bar")
+            batches = tqdm.tqdm(batches, total=steps, unit="step")
+        losses = []
+        for batch in batches:
+            rate = lr(self.steps) if callable(lr) else lr
+            losses.append(self.step(batch, rate))
+            if hasattr(batches, "set_postfix"):
+                batches.set_postfix(loss=f"{losses[-1]:.4g}", refresh=False)
+        return losses
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """The module's state (parameters and buffers) under its state_dict keys."""
+        return {n: self.state[n].numpy() for n in self.definition.module_state}
 
     def parameters(self) -> dict[str, np.ndarray]:
-        return {n: self.state[n].numpy() for n in self.names}
+        return {n: self.state[n].numpy() for n in self.definition.parameters}
+
+    def evaluate(self, *inputs: np.ndarray) -> np.ndarray:
+        """The module's eval-mode output on `inputs` with the current state (BatchNorm's running statistics)."""
+        if self._eval_session is None:
+            self._eval_session = InferenceSession(self.definition.eval_model.SerializeToString(),
+                                                  self.sess_options, mode=self.mode)
+        feeds = {n: self.state[n] for n in self.definition.module_state}
+        feeds.update({f"input_{k}": _ortvalue(a) for k, a in enumerate(inputs)})
+        return self._eval_session.run_with_ort_values(None, feeds)[0].numpy()
+
+    def inference_model(self) -> ModelProto:
+        """The eval-mode module with the current state as initializers: a model to deploy."""
+        model = ModelProto()
+        model.CopyFrom(self.definition.eval_model)
+        state = set(self.definition.module_state)
+        kept = [v for v in model.graph.input if v.name not in state]
+        del model.graph.input[:]
+        model.graph.input.extend(kept)
+        model.graph.initializer.extend(numpy_helper.from_array(v, n) for n, v in self.state_dict().items())
+        return model
+
+    def save(self, path: str) -> None:
+        """Write the whole state (module, optimizer, step count) and the loss history to a safetensors file."""
+        require("safetensors", "saving training checkpoints")
+        from safetensors.numpy import save_file
+
+        tensors = {n: np.require(v.numpy(), requirements="C") for n, v in self.state.items()}  # keeps rank 0
+        tensors[STEP] = np.array(self.steps, dtype=np.int64)
+        d = self.definition
+        metadata = {"format": FORMAT, "optimizer": json.dumps(describe(d.optimizer)), "lr": repr(self.lr),
+                    "max_grad_norm": json.dumps(d.max_grad_norm), "history": json.dumps(self.history)}
+        save_file(tensors, path, metadata=metadata)
+
+    def load(self, path: str) -> None:
+        """Restore a state `save` wrote; its entries must match this step's, by name, shape and type."""
+        require("safetensors", "loading training checkpoints")
+        from safetensors import safe_open
+
+        with safe_open(path, framework="numpy") as f:
+            metadata = f.metadata() or {}
+            if metadata.get("format") != FORMAT:
+                raise ValueError(f"{path}: not a lossops training checkpoint (format {metadata.get('format')!r}; "
+                                 f"expected {FORMAT!r})")
+            if _settings(json.loads(metadata["optimizer"])) != _settings(describe(self.definition.optimizer)):
+                raise ValueError(f"{path}: saved with optimizer {metadata['optimizer']}; this step uses "
+                                 f"{json.dumps(describe(self.definition.optimizer))}")
+            tensors = {k: f.get_tensor(k) for k in f.keys()}
+        expected = set(self.state) | {STEP}
+        if set(tensors) != expected:
+            raise ValueError(f"{path}: its entries do not match this training step's (missing "
+                             f"{sorted(expected - set(tensors))}, unexpected {sorted(set(tensors) - expected)})")
+        for name, value in self.state.items():
+            saved = tensors[name]
+            if saved.shape != tuple(value.shape()) or saved.dtype != value.numpy().dtype:
+                raise ValueError(f"{path}: {name} is {saved.dtype}{list(saved.shape)}; this step has "
+                                 f"{value.numpy().dtype}{value.shape()}")
+        self.state = {n: _ortvalue(tensors[n]) for n in self.state}
+        self.steps = int(tensors[STEP])
+        self.lr = float(metadata["lr"])
+        self.history = json.loads(metadata["history"])
+
+
+def _settings(optimizer: dict) -> dict:
+    """What must agree between a checkpoint's optimizer and a step's: all but the default learning rate."""
+    return {k: v for k, v in json.loads(json.dumps(optimizer)).items() if k != "lr"}
+
+
+def _ortvalue(array) -> onnxruntime.OrtValue:
+    return onnxruntime.OrtValue.ortvalue_from_numpy(np.require(array, requirements="C"))

@@ -87,6 +87,27 @@ def test_export_bce_backward():
     _close(_run(model, args), Backward()(*args).double().numpy())
 
 
+@pytest.mark.parametrize("op", ["BinaryCrossEntropy", "KlDiv"])
+def test_export_uses_the_shared_translation_table(op):
+    """Inference export and training export read one table: F.binary_cross_entropy and F.kl_div export as
+    lossops nodes too, and run like PyTorch."""
+    import torch.nn.functional as F
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, y):
+            if op == "KlDiv":
+                return F.kl_div(torch.log_softmax(x, -1), torch.softmax(y, -1), reduction="batchmean")
+            return F.binary_cross_entropy(torch.sigmoid(x), torch.sigmoid(y), reduction="sum")
+
+    args = (torch.randn(4, 3), torch.randn(4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = export(Loss(), args)
+    assert [n.op_type for n in model.graph.node if n.domain == opset.DOMAIN] == [op]
+    _close(_run(model, args), Loss()(*(a.double() for a in args)).numpy())
+    _close(_run(model, args, plain=True), Loss()(*(a.double() for a in args)).numpy())
+
+
 def _exported(module, args, exporter: str) -> onnx.ModelProto:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

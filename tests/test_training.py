@@ -1,20 +1,29 @@
 """Training: the gradient table, gradients of the forward operators against PyTorch autograd and finite
-differences, exported training steps following PyTorch, and the onnxruntime-training adapter."""
+differences, exported training steps (optimizers, buffers, checkpoints, eval forward) following PyTorch,
+and the onnxruntime-training adapter."""
 
 from __future__ import annotations
 
+import copy
+import itertools
 import logging
+import sys
 import warnings
 
 import numpy as np
+import onnx
 import pytest
 import torch
+import torch.nn.functional as F
 
 from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import node_model
 from lossops.converters import ort_training
+from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
+from lossops.extras import MissingExtra
 from lossops.opset.gradients import gradient_node
+from lossops.ort_ext import InferenceSession, TrainingSession
 from lossops.train_demo import problems, run
 
 logging.getLogger("torch").setLevel(logging.ERROR)
@@ -57,7 +66,6 @@ def test_gradient_against_autograd_and_finite_differences(op, make, attrs, backe
     got = _gradient(op, inputs, attrs, grad_output, backend)
 
     # PyTorch autograd of the same forward
-    import torch.nn.functional as F
 
     from lossops.conformance.oracle import ORACLES  # noqa: F401 - the torch forward functions
 
@@ -87,20 +95,179 @@ def test_gradient_against_autograd_and_finite_differences(op, make, attrs, backe
     np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("mode", ["decomposition", "kernels"])
-@pytest.mark.parametrize("index", range(3), ids=["bce_with_logits_pos_weight", "sigmoid_bce", "log_softmax_kl_div"])
-def test_training_follows_pytorch(index, mode):
-    """20 SGD steps (momentum 0.9) in onnxruntime follow PyTorch's loss curve and final parameters."""
+PROBLEMS = ["mlp_bce_with_logits_adamw", "cnn_batchnorm_bce_adam", "distillation_kl_div_sgd_nesterov",
+            "head_buffer_pos_weight_sgd_clip"]
+FORWARD = ["BinaryCrossEntropyWithLogits", "BinaryCrossEntropy", "KlDiv", "BinaryCrossEntropyWithLogits"]
+
+
+def _quiet(fn, *args, **kwargs):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch_losses, ort_losses, torch_params, ort_params, exported = run(problems()[index], 20, mode=mode)
-    lossops_ops = {n.op_type for n in exported.model.graph.node if n.domain == opset.DOMAIN}
-    forward = {0: "BinaryCrossEntropyWithLogits", 1: "BinaryCrossEntropy", 2: "KlDiv"}[index]
-    assert lossops_ops == {forward, opset.get(forward).gradient.backward}
-    np.testing.assert_allclose(ort_losses, torch_losses, rtol=1e-5)
-    assert torch_losses[-1] < torch_losses[0] * 0.9  # it trains
-    for name, p in torch_params.items():
-        np.testing.assert_allclose(ort_params[name], p, rtol=1e-5, atol=1e-5 * np.abs(p).max())
+        return fn(*args, **kwargs)
+
+
+@pytest.mark.parametrize("mode", ["decomposition", "kernels"])
+@pytest.mark.parametrize("index", range(4), ids=PROBLEMS)
+def test_four_models_follow_pytorch(index, mode):
+    """100 steps in onnxruntime follow PyTorch's losses and final state (parameters, BatchNorm statistics)
+    to 1e-5, on the same batches; the step graph holds the loss and its backward as lossops nodes and passes
+    onnx's full check."""
+    result = _quiet(run, problems()[index], 100, mode)
+    step = result.session.definition
+    assert {n.op_type for n in step.model.graph.node if n.domain == opset.DOMAIN} == {
+        FORWARD[index], opset.get(FORWARD[index]).gradient.backward}
+    opset.register()
+    onnx.checker.check_model(step.model, full_check=True)
+    assert result.loss_difference <= 1e-5, result.loss_difference
+    assert result.state_difference <= 1e-5, result.state_difference
+    assert set(result.ort_state) == set(result.torch_state)  # buffers included (running stats, pos_weight)
+    assert np.mean(result.torch_losses[-10:]) < 0.9 * np.mean(result.torch_losses[:10])  # it trains
+
+
+def test_captured_buffer_and_batchnorm_state():
+    """A pos_weight the loss reads from the module is state, not an argument; BatchNorm's buffers are updated
+    by the step as PyTorch updates them; the caller's module is not changed by the export."""
+    head = problems()[3]
+    before = {k: v.clone() for k, v in head.module.state_dict().items()}
+    step = _quiet(export_training_step, head.module, head.loss_fn, head.batches[0], head.optimizer)
+    assert step.buffers == ["pos_weight"] and step.data == ["input_0", "target_0"]
+    assert all(torch.equal(before[k], v) for k, v in head.module.state_dict().items())
+    cnn = _quiet(run, problems()[1], 3)
+    assert int(cnn.ort_state["1.num_batches_tracked"]) == 3
+    assert not np.allclose(cnn.ort_state["1.running_var"], 1.0)
+
+
+def _small_problem():
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(torch.nn.Linear(6, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+    net[0].bias.requires_grad_(False)  # a frozen parameter: no gradient, never updated
+    x, y = torch.randn(16, 6), (torch.rand(16, 3) > 0.5).float()
+    return net, (lambda out, t: F.binary_cross_entropy_with_logits(out, t)), ((x,), (y,))
+
+
+OPTIMIZERS = [SGD(lr=0.1), SGD(lr=0.1, momentum=0.8, dampening=0.3), SGD(lr=0.05, momentum=0.9, nesterov=True,
+              weight_decay=0.01), Adam(lr=0.01, weight_decay=0.1, amsgrad=True), Adam(lr=0.02, betas=(0.8, 0.9)),
+              AdamW(lr=0.01, amsgrad=True), AdamW(lr=0.01, weight_decay=0.5)]
+
+
+@pytest.mark.parametrize("optimizer", OPTIMIZERS, ids=repr)
+@pytest.mark.parametrize("clip", [None, 0.05])
+def test_optimizer_follows_torch_optim(optimizer, clip):
+    """Every optimizer setting against torch.optim over 15 steps with a changing learning rate."""
+    net, loss_fn, (module_args, loss_args) = _small_problem()
+    step = _quiet(export_training_step, net, loss_fn, (module_args, loss_args), optimizer, clip)
+    assert step.trained == ["0.weight", "2.weight", "2.bias"]
+    session = TrainingSession(step)
+    reference = copy.deepcopy(net)
+    torch_opt = optimizer.torch([p for p in reference.parameters() if p.requires_grad])
+    for k in range(15):
+        lr = optimizer.lr * (1 + 0.5 * np.sin(k))
+        for group in torch_opt.param_groups:
+            group["lr"] = lr
+        torch_opt.zero_grad()
+        loss = loss_fn(reference(*module_args), *loss_args)
+        loss.backward()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(reference.parameters(), clip)
+        torch_opt.step()
+        got = session.step([a.numpy() for a in module_args + loss_args], lr)
+        np.testing.assert_allclose(got, loss.item(), rtol=1e-6)
+    for name, value in reference.state_dict().items():
+        np.testing.assert_allclose(session.state_dict()[name], value.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(session.state_dict()["0.bias"], net[0].bias.detach().numpy())
+
+
+@pytest.mark.parametrize("mode", ["decomposition", "kernels"])
+def test_resume_gives_the_same_state_as_not_stopping(tmp_path, mode):
+    """60 steps in one go, and 30 + save + load into a new session + 30, end in the same state, bit for bit."""
+    problem = problems()[1]  # Adam and BatchNorm: every kind of state
+    step = _quiet(export_training_step, problem.module, problem.loss_fn, problem.batches[0], problem.optimizer)
+    batches = [[a.numpy() for a in m + t] for m, t in problem.batches]
+    straight = TrainingSession(step, mode=mode)
+    straight.fit(itertools.cycle(batches), 60, lr=lambda k: 0.003 / (1 + k))
+    first = TrainingSession(step, mode=mode)
+    first.fit(itertools.cycle(batches), 30, lr=lambda k: 0.003 / (1 + k))
+    first.save(str(tmp_path / "ckpt.safetensors"))
+    resumed = TrainingSession(step, mode=mode)
+    resumed.load(str(tmp_path / "ckpt.safetensors"))
+    assert resumed.steps == 30 and resumed.history == first.history
+    resumed.fit(itertools.islice(itertools.cycle(batches), 30, None), 30, lr=lambda k: 0.003 / (1 + k))
+    assert resumed.history == straight.history
+    for name, value in straight.state.items():
+        np.testing.assert_array_equal(resumed.state[name].numpy(), value.numpy(), err_msg=name)
+
+
+def test_checkpoint_reads_back_in_pytorch(tmp_path):
+    """A checkpoint loads into a PyTorch module and torch.optim optimizer; training on in PyTorch then
+    follows training on in onnxruntime."""
+    problem = problems()[1]
+    step = _quiet(export_training_step, problem.module, problem.loss_fn, problem.batches[0], problem.optimizer)
+    session = TrainingSession(step)
+    batches = [[a.numpy() for a in m + t] for m, t in problem.batches]
+    session.fit(itertools.cycle(batches), 20)
+    session.save(str(tmp_path / "ckpt.safetensors"))
+    module = copy.deepcopy(problem.module)
+    optimizer = problem.optimizer.torch(module.parameters())
+    load_into_torch(str(tmp_path / "ckpt.safetensors"), module, optimizer)
+    for k in range(20, 30):
+        (x,), (y,) = problem.batches[k % len(problem.batches)]
+        optimizer.zero_grad()
+        loss = problem.loss_fn(module(x), y)
+        loss.backward()
+        optimizer.step()
+        np.testing.assert_allclose(session.step([x.numpy(), y.numpy()]), loss.item(), rtol=1e-5)
+    for name, value in module.state_dict().items():
+        np.testing.assert_allclose(session.state_dict()[name], value.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_that_does_not_fit_is_refused(tmp_path):
+    net, loss_fn, example = _small_problem()
+    sgd = TrainingSession(_quiet(export_training_step, net, loss_fn, example, SGD(lr=0.1, momentum=0.9)))
+    sgd.save(str(tmp_path / "sgd.safetensors"))
+    adam = TrainingSession(_quiet(export_training_step, net, loss_fn, example, Adam()))
+    with pytest.raises(ValueError, match=r"saved with optimizer .*SGD.*; this step uses .*Adam"):
+        adam.load(str(tmp_path / "sgd.safetensors"))
+    (tmp_path / "other.safetensors").write_bytes(b"\x08\x00\x00\x00\x00\x00\x00\x00{}      ")
+    with pytest.raises(ValueError, match="not a lossops training checkpoint"):
+        adam.load(str(tmp_path / "other.safetensors"))
+    with pytest.raises(ValueError, match="expected 2 arrays \\(input_0, target_0\\), got 1"):
+        adam.step([np.zeros((16, 6), np.float32)])
+
+
+def test_eval_forward_and_inference_model_use_the_trained_state():
+    """The eval-mode forward (BatchNorm from its running statistics) on the session's state matches PyTorch's
+    eval forward of the module trained alongside; `inference_model` is a self-contained model of it."""
+    result = _quiet(run, problems()[1], 10)
+    module = copy.deepcopy(result.problem.module)
+    module.load_state_dict({k: torch.from_numpy(v) for k, v in result.ort_state.items()})
+    x = result.problem.batches[1][0][0]
+    expected = module.eval()(x).detach().numpy()
+    np.testing.assert_allclose(result.session.evaluate(x.numpy()), expected, rtol=1e-5, atol=1e-6)
+    model = result.session.inference_model()
+    assert [i.name for i in model.graph.input] == ["input_0"]
+    got = InferenceSession(model.SerializeToString()).run(None, {"input_0": x.numpy()})[0]
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_fit_progress_bar_and_schedule(capsys):
+    net, loss_fn, (module_args, loss_args) = _small_problem()
+    step = _quiet(export_training_step, net, loss_fn, (module_args, loss_args), Adam(lr=0.01))
+    batch = [a.numpy() for a in module_args + loss_args]
+    with_bar = TrainingSession(step)
+    losses = with_bar.fit(itertools.repeat(batch), 5, lr=lambda k: 0.01 * 0.5 ** k, progress=True)
+    assert "5/5" in capsys.readouterr().err
+    by_hand = TrainingSession(step)
+    assert losses == [by_hand.step(batch, 0.01 * 0.5 ** k) for k in range(5)] == with_bar.history
+
+
+def test_missing_checkpoint_library_is_one_line(tmp_path, monkeypatch):
+    net, loss_fn, example = _small_problem()
+    session = TrainingSession(_quiet(export_training_step, net, loss_fn, example, SGD()))
+    monkeypatch.setitem(sys.modules, "safetensors", None)
+    monkeypatch.setitem(sys.modules, "safetensors.numpy", None)
+    with pytest.raises(MissingExtra, match=r"^saving training checkpoints needs safetensors, which is not "
+                                           r"installed: pip install 'lossops\[train\]'$"):
+        session.save(str(tmp_path / "x.safetensors"))
 
 
 def test_ort_training_gradient_definition():
