@@ -124,7 +124,7 @@ def _train_demo(args: argparse.Namespace) -> int:
     from .extras import require
     from .train_demo import main as train_main
 
-    require("torch", "lossops train-demo", extra="train")
+    require("torch", "the training demo", extra="train")
     logging.getLogger("torch").setLevel(logging.ERROR)  # after torch's import, which sets its loggers up
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -23,7 +23,9 @@ BCE, KL, BCEWLB = "BinaryCrossEntropy", "KlDiv", "BinaryCrossEntropyWithLogitsBa
 
 @dataclass
 class Spec:
-    """One lossops node: operator, float64 inputs (None: optional input absent), attributes."""
+    """One lossops node: operator, float64 inputs (None: optional input absent), attributes. Its cases are
+    named `test_<id>_<dtype>`: the id is written out in full here, so a case name found in a report can be
+    grepped in this file."""
 
     id: str
     op: str
@@ -47,26 +49,28 @@ def bce_with_logits_specs() -> list[Spec]:
     for red in ("none", "mean", "sum"):
         s = x.size if red != "none" else 0
         specs += [
-            Spec(f"bcewl-plain-{red}", BCEWL, [x, y, None, None], {"reduction": red}, s),
-            Spec(f"bcewl-weight-full-{red}", BCEWL, [x, y, r.uniform(size=(4, 5)), None], {"reduction": red}, s),
-            Spec(f"bcewl-weight-scalar-{red}", BCEWL, [x, y, np.array(0.7), None], {"reduction": red}, s),
-            Spec(f"bcewl-weight-class-{red}", BCEWL, [x, y, r.uniform(size=5), None], {"reduction": red}, s),
-            Spec(f"bcewl-pos-weight-{red}", BCEWL, [x, y, None, r.uniform(0.5, 3, size=5)], {"reduction": red}, s),
-            Spec(f"bcewl-both-{red}", BCEWL, [x, y, r.uniform(size=(4, 1)), r.uniform(0.5, 3, size=5)],
+            Spec(f"bce_with_logits_plain_{red}", BCEWL, [x, y, None, None], {"reduction": red}, s),
+            Spec(f"bce_with_logits_weight_full_{red}", BCEWL, [x, y, r.uniform(size=(4, 5)), None],
                  {"reduction": red}, s),
-            Spec(f"bcewl-rank0-{red}", BCEWL, [np.array(0.3), np.array(1.0), None, None], {"reduction": red}),
-            Spec(f"bcewl-empty-{red}", BCEWL, [np.zeros((0, 5)), np.zeros((0, 5)), None, np.ones(5)],
+            Spec(f"bce_with_logits_weight_scalar_{red}", BCEWL, [x, y, np.array(0.7), None], {"reduction": red}, s),
+            Spec(f"bce_with_logits_weight_class_{red}", BCEWL, [x, y, r.uniform(size=5), None], {"reduction": red}, s),
+            Spec(f"bce_with_logits_pos_weight_{red}", BCEWL, [x, y, None, r.uniform(0.5, 3, size=5)],
+                 {"reduction": red}, s),
+            Spec(f"bce_with_logits_both_{red}", BCEWL, [x, y, r.uniform(size=(4, 1)), r.uniform(0.5, 3, size=5)],
+                 {"reduction": red}, s),
+            Spec(f"bce_with_logits_rank0_{red}", BCEWL, [np.array(0.3), np.array(1.0), None, None], {"reduction": red}),
+            Spec(f"bce_with_logits_empty_{red}", BCEWL, [np.zeros((0, 5)), np.zeros((0, 5)), None, np.ones(5)],
                  {"reduction": red}),
-            Spec(f"bcewl-rank3-{red}", BCEWL, [r.normal(size=(2, 3, 4)), r.uniform(size=(2, 3, 4)), None,
+            Spec(f"bce_with_logits_rank3_{red}", BCEWL, [r.normal(size=(2, 3, 4)), r.uniform(size=(2, 3, 4)), None,
                                                 r.uniform(size=4)], {"reduction": red}, s),
         ]
     extreme = np.array([-1e4, -200, -100.5, -20, -1e-3, 0, 1e-3, 20, 100.5, 200, 1e4])
     for target in (0.0, 1.0, 0.5):
-        specs.append(Spec(f"bcewl-extreme-target{target}", BCEWL,
+        specs.append(Spec(f"bce_with_logits_extreme_target{target}", BCEWL,
                           [extreme, np.full(extreme.shape, target), None, None], {"reduction": "none"}))
-    specs.append(Spec("bcewl-extreme-mean", BCEWL, [extreme, np.full(extreme.shape, 0.25), None, None], {},
+    specs.append(Spec("bce_with_logits_extreme_mean", BCEWL, [extreme, np.full(extreme.shape, 0.25), None, None], {},
                       extreme.size))
-    specs.append(Spec("bcewl-default-reduction", BCEWL, [x, y, None, None], {}, x.size))
+    specs.append(Spec("bce_with_logits_default_reduction", BCEWL, [x, y, None, None], {}, x.size))
     return specs
 
 
@@ -77,23 +81,23 @@ def bce_backward_specs() -> list[Spec]:
     for red in ("none", "mean", "sum"):
         g = _grad(red, (4, 5), r)
         specs += [
-            Spec(f"bceb-plain-{red}", BCEB, [g, x, y, None], {"reduction": red}),
-            Spec(f"bceb-weight-full-{red}", BCEB, [g, x, y, r.uniform(size=(4, 5))], {"reduction": red}),
-            Spec(f"bceb-weight-class-{red}", BCEB, [g, x, y, r.uniform(size=5)], {"reduction": red}),
-            Spec(f"bceb-weight-scalar-{red}", BCEB, [g, x, y, np.array(2.5)], {"reduction": red}),
-            Spec(f"bceb-target-row-{red}", BCEB, [g, x, r.uniform(size=(1, 5)), None], {"reduction": red}),
-            Spec(f"bceb-rank0-{red}", BCEB, [np.array(1.25), np.array(0.4), np.array(1.0), None],
+            Spec(f"bce_backward_plain_{red}", BCEB, [g, x, y, None], {"reduction": red}),
+            Spec(f"bce_backward_weight_full_{red}", BCEB, [g, x, y, r.uniform(size=(4, 5))], {"reduction": red}),
+            Spec(f"bce_backward_weight_class_{red}", BCEB, [g, x, y, r.uniform(size=5)], {"reduction": red}),
+            Spec(f"bce_backward_weight_scalar_{red}", BCEB, [g, x, y, np.array(2.5)], {"reduction": red}),
+            Spec(f"bce_backward_target_row_{red}", BCEB, [g, x, r.uniform(size=(1, 5)), None], {"reduction": red}),
+            Spec(f"bce_backward_rank0_{red}", BCEB, [np.array(1.25), np.array(0.4), np.array(1.0), None],
                  {"reduction": red}),
-            Spec(f"bceb-empty-{red}", BCEB, [np.array(1.0), np.zeros((0, 3)), np.zeros((0, 3)), None],
+            Spec(f"bce_backward_empty_{red}", BCEB, [np.array(1.0), np.zeros((0, 3)), np.zeros((0, 3)), None],
                  {"reduction": red}),
         ]
     edges = np.array([0.0, 1.0, 1e-7, 1 - 1e-7, 0.5, 0.0, 1.0])
     targets = np.array([1.0, 0.0, 1.0, 0.0, 0.5, 0.0, 1.0])
     for red in ("none", "mean", "sum"):
-        specs.append(Spec(f"bceb-edges-{red}", BCEB, [_grad(red, edges.shape, r), edges, targets, None],
+        specs.append(Spec(f"bce_backward_edges_{red}", BCEB, [_grad(red, edges.shape, r), edges, targets, None],
                           {"reduction": red}))
-    specs.append(Spec("bceb-scalar-grad-none", BCEB, [np.array(0.5), x, y, None], {"reduction": "none"}))
-    specs.append(Spec("bceb-default-reduction", BCEB, [np.array(1.0), x, y, None], {}))
+    specs.append(Spec("bce_backward_scalar_grad_none", BCEB, [np.array(0.5), x, y, None], {"reduction": "none"}))
+    specs.append(Spec("bce_backward_default_reduction", BCEB, [np.array(1.0), x, y, None], {}))
     return specs
 
 
@@ -108,21 +112,22 @@ def kl_div_backward_specs() -> list[Spec]:
             a = {"reduction": red, "log_target": lt}
             g = _grad(red, (4, 5), r)
             specs += [
-                Spec(f"klb-plain-{red}-lt{lt}", KLB, [g, x, tt], a),
-                Spec(f"klb-target-batch1-{red}-lt{lt}", KLB, [g, x, tt[:1]], a),
-                Spec(f"klb-input-batch1-{red}-lt{lt}", KLB, [g, x[:1], tt], a, 4),
-                Spec(f"klb-rank0-{red}-lt{lt}", KLB, [np.array(0.75), np.array(-1.2), np.array(0.3)], a),
-                Spec(f"klb-empty-{red}-lt{lt}", KLB, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
-                Spec(f"klb-rank3-{red}-lt{lt}", KLB, [_grad(red, (2, 3, 5), r), r.normal(size=(2, 3, 5)),
+                Spec(f"kl_div_backward_plain_{red}_lt{lt}", KLB, [g, x, tt], a),
+                Spec(f"kl_div_backward_target_batch1_{red}_lt{lt}", KLB, [g, x, tt[:1]], a),
+                Spec(f"kl_div_backward_input_batch1_{red}_lt{lt}", KLB, [g, x[:1], tt], a, 4),
+                Spec(f"kl_div_backward_rank0_{red}_lt{lt}", KLB, [np.array(0.75), np.array(-1.2), np.array(0.3)], a),
+                Spec(f"kl_div_backward_empty_{red}_lt{lt}", KLB,
+                     [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
+                Spec(f"kl_div_backward_rank3_{red}_lt{lt}", KLB, [_grad(red, (2, 3, 5), r), r.normal(size=(2, 3, 5)),
                                                       r.uniform(size=(3, 5))], a),
             ]
-        specs.append(Spec(f"klb-target-zero-{red}", KLB,
+        specs.append(Spec(f"kl_div_backward_target_zero_{red}", KLB,
                           [_grad(red, (2, 3), r), r.normal(size=(2, 3)), np.array([[0.0, 0.5, 0.0], [0.0, 0.0, 1.0]])],
                           {"reduction": red, "log_target": 0}))
-        specs.append(Spec(f"klb-target-negative-{red}", KLB,
+        specs.append(Spec(f"kl_div_backward_target_negative_{red}", KLB,
                           [_grad(red, (3,), r), r.normal(size=3), np.array([-0.5, 0.25, -2.0])],
                           {"reduction": red, "log_target": 0}))
-    specs.append(Spec("klb-default-attrs", KLB, [np.array(1.0), x, t], {}))
+    specs.append(Spec("kl_div_backward_default_attrs", KLB, [np.array(1.0), x, t], {}))
     return specs
 
 
@@ -137,12 +142,13 @@ def large_specs() -> list[Spec]:
         t = r.uniform(size=shape)
         for red in ("none", "mean"):
             specs += [
-                Spec(f"bcewl-large-{n}x{c}-{red}", BCEWL, [x, y, r.uniform(size=(n, 1)), r.uniform(0.5, 3, size=c)],
+                Spec(f"bce_with_logits_large_{n}x{c}_{red}", BCEWL,
+                     [x, y, r.uniform(size=(n, 1)), r.uniform(0.5, 3, size=c)],
                      {"reduction": red}, x.size if red != "none" else 0),
-                Spec(f"bceb-large-{n}x{c}-{red}", BCEB, [_grad(red, shape, r), p, y, r.uniform(size=c)],
+                Spec(f"bce_backward_large_{n}x{c}_{red}", BCEB, [_grad(red, shape, r), p, y, r.uniform(size=c)],
                      {"reduction": red}),
-                Spec(f"klb-large-{n}x{c}-{red}", KLB, [_grad(red, shape, r), x, t], {"reduction": red}),
-                Spec(f"klb-large-{n}x{c}-{red}-lt1", KLB, [_grad(red, shape, r), x, np.log(t)],
+                Spec(f"kl_div_backward_large_{n}x{c}_{red}", KLB, [_grad(red, shape, r), x, t], {"reduction": red}),
+                Spec(f"kl_div_backward_large_{n}x{c}_{red}_lt1", KLB, [_grad(red, shape, r), x, np.log(t)],
                      {"reduction": red, "log_target": 1}),
             ]
     return specs
@@ -156,10 +162,10 @@ def rank_specs() -> list[Spec]:
         shape = (2, 1, 3, 1, 2, 1, 2, 3)[-rank:]
         x, y, c = r.normal(size=shape), r.uniform(size=shape), r.uniform(0.5, 2, size=shape[-1])
         specs += [
-            Spec(f"bcewl-rank{rank}", BCEWL, [x, y, None, c], {"reduction": "none"}),
-            Spec(f"bceb-rank{rank}", BCEB, [r.normal(size=shape), r.uniform(0.05, 0.95, size=shape), y, c],
+            Spec(f"bce_with_logits_rank{rank}", BCEWL, [x, y, None, c], {"reduction": "none"}),
+            Spec(f"bce_backward_rank{rank}", BCEB, [r.normal(size=shape), r.uniform(0.05, 0.95, size=shape), y, c],
                  {"reduction": "none"}),
-            Spec(f"klb-rank{rank}", KLB, [np.array(1.0), x, y[:1]], {"reduction": "batchmean"}),
+            Spec(f"kl_div_backward_rank{rank}", KLB, [np.array(1.0), x, y[:1]], {"reduction": "batchmean"}),
         ]
     return specs
 
@@ -175,19 +181,22 @@ def forward_companion_specs() -> list[Spec]:
         s = p.size if red != "none" else 0
         g = _grad(red, (4, 5), r)
         specs += [
-            Spec(f"bce-plain-{red}", BCE, [p, y, None], {"reduction": red}, s),
-            Spec(f"bce-weight-class-{red}", BCE, [p, y, r.uniform(size=5)], {"reduction": red}, s),
-            Spec(f"bce-rank0-{red}", BCE, [np.array(0.3), np.array(1.0), None], {"reduction": red}),
-            Spec(f"bce-empty-{red}", BCE, [np.zeros((0, 2)), np.zeros((0, 2)), None], {"reduction": red}),
-            Spec(f"bce-edges-{red}", BCE, [np.array([0.0, 1.0, 1e-7, 1 - 1e-7, 0.5]),
+            Spec(f"bce_plain_{red}", BCE, [p, y, None], {"reduction": red}, s),
+            Spec(f"bce_weight_class_{red}", BCE, [p, y, r.uniform(size=5)], {"reduction": red}, s),
+            Spec(f"bce_rank0_{red}", BCE, [np.array(0.3), np.array(1.0), None], {"reduction": red}),
+            Spec(f"bce_empty_{red}", BCE, [np.zeros((0, 2)), np.zeros((0, 2)), None], {"reduction": red}),
+            Spec(f"bce_edges_{red}", BCE, [np.array([0.0, 1.0, 1e-7, 1 - 1e-7, 0.5]),
                                            np.array([1.0, 0.0, 0.0, 1.0, 0.5]), None], {"reduction": red}, 5),
-            Spec(f"bcewlb-plain-{red}", BCEWLB, [g, logits, y, None, None], {"reduction": red}),
-            Spec(f"bcewlb-weights-{red}", BCEWLB, [g, logits, y, r.uniform(size=(4, 1)), r.uniform(0.5, 3, size=5)],
+            Spec(f"bce_with_logits_backward_plain_{red}", BCEWLB, [g, logits, y, None, None], {"reduction": red}),
+            Spec(f"bce_with_logits_backward_weights_{red}", BCEWLB,
+                 [g, logits, y, r.uniform(size=(4, 1)), r.uniform(0.5, 3, size=5)],
                  {"reduction": red}),
-            Spec(f"bcewlb-rank0-{red}", BCEWLB, [np.array(0.5), np.array(-1.5), np.array(1.0), None, None],
+            Spec(f"bce_with_logits_backward_rank0_{red}", BCEWLB,
+                 [np.array(0.5), np.array(-1.5), np.array(1.0), None, None],
                  {"reduction": red}),
-            Spec(f"bcewlb-extreme-{red}", BCEWLB, [_grad(red, (6,), r), np.array([-1e4, -200, -20, 20, 200, 1e4]),
-                                                   np.array([0.0, 1, 0.5, 0.5, 0, 1]), None, None],
+            Spec(f"bce_with_logits_backward_extreme_{red}", BCEWLB,
+                 [_grad(red, (6,), r), np.array([-1e4, -200, -20, 20, 200, 1e4]), np.array([0.0, 1, 0.5, 0.5, 0, 1]),
+                  None, None],
                  {"reduction": red}),
         ]
     for red in ("none", "mean", "sum", "batchmean"):
@@ -196,12 +205,12 @@ def forward_companion_specs() -> list[Spec]:
             tt = np.log(t) if lt else t
             s = lx.size if red != "none" else 0
             specs += [
-                Spec(f"kl-plain-{red}-lt{lt}", KL, [lx, tt], a, s),
-                Spec(f"kl-target-batch1-{red}-lt{lt}", KL, [lx, tt[:1]], a, s),
-                Spec(f"kl-rank0-{red}-lt{lt}", KL, [np.array(-1.2), np.array(0.3)], a),
-                Spec(f"kl-empty-{red}-lt{lt}", KL, [np.zeros((0, 5)), np.zeros((0, 5))], a),
+                Spec(f"kl_div_plain_{red}_lt{lt}", KL, [lx, tt], a, s),
+                Spec(f"kl_div_target_batch1_{red}_lt{lt}", KL, [lx, tt[:1]], a, s),
+                Spec(f"kl_div_rank0_{red}_lt{lt}", KL, [np.array(-1.2), np.array(0.3)], a),
+                Spec(f"kl_div_empty_{red}_lt{lt}", KL, [np.zeros((0, 5)), np.zeros((0, 5))], a),
             ]
-        specs.append(Spec(f"kl-target-zero-{red}", KL, [lx[:2, :3], np.array([[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])],
+        specs.append(Spec(f"kl_div_target_zero_{red}", KL, [lx[:2, :3], np.array([[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])],
                           {"reduction": red, "log_target": 0}, 6 if red != "none" else 0))
     return specs
 
@@ -259,11 +268,6 @@ def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict
     return model, feeds
 
 
-def _snake(op: str) -> str:
-    return {BCEWL: "bce_with_logits", BCEB: "bce_backward", KLB: "kl_div_backward", BCE: "bce", KL: "kl_div",
-            BCEWLB: "bce_with_logits_backward"}[op]
-
-
 def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
     from .tolerance import oracle_error, term_magnitude
 
@@ -282,7 +286,7 @@ def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
         return ORACLES[spec.op](*full(inputs), **attrs)
 
     suffix = "_symbolic" if symbolic else ""
-    name = f"test_{_snake(spec.op)}_{spec.id.split('-', 1)[1].replace('-', '_')}_{dtype}{suffix}"
+    name = f"test_{spec.id}_{dtype}{suffix}"
     return Case(name, model, list(feeds.values()), dtype, reference, spec.summed,
                 lambda inputs: oracle_error(spec.op, full(inputs), attrs),
                 lambda inputs: term_magnitude(spec.op, full(inputs), attrs))
@@ -364,8 +368,9 @@ def _torch_graph(kind: str, inputs: list[np.ndarray]) -> np.ndarray:
     return ORACLES[BCEWL](x16.numpy(), y16.numpy(), reduction="none").astype(np.float16).astype(np.float64)
 
 
-SYMBOLIC_SPECS = ("bcewl-both-none", "bcewl-pos-weight-mean", "bceb-target-row-none", "bceb-weight-class-mean",
-                  "klb-target-batch1-none-lt0", "klb-input-batch1-sum-lt1", "klb-rank3-batchmean-lt0")
+SYMBOLIC_SPECS = ("bce_with_logits_both_none", "bce_with_logits_pos_weight_mean", "bce_backward_target_row_none",
+                  "bce_backward_weight_class_mean", "kl_div_backward_target_batch1_none_lt0",
+                  "kl_div_backward_input_batch1_sum_lt1", "kl_div_backward_rank3_batchmean_lt0")
 
 
 def all_cases() -> list[Case]:
