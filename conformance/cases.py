@@ -38,10 +38,21 @@ def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+# the functions whose specs make up the suite, registered with @spec_source in this order
+SPEC_SOURCES: list[Callable[[], list[Spec]]] = []
+
+
+def spec_source(function: Callable[[], list[Spec]]) -> Callable[[], list[Spec]]:
+    """Register `function`'s specs as part of the conformance suite."""
+    SPEC_SOURCES.append(function)
+    return function
+
+
 def _grad(reduction: str, shape: tuple[int, ...], r: np.random.Generator) -> np.ndarray:
     return r.normal(size=()) if reduction != "none" else r.normal(size=shape)
 
 
+@spec_source
 def bce_with_logits_specs() -> list[Spec]:
     r = _rng(1)
     x, y = r.normal(scale=3, size=(4, 5)), r.uniform(size=(4, 5))
@@ -74,6 +85,7 @@ def bce_with_logits_specs() -> list[Spec]:
     return specs
 
 
+@spec_source
 def bce_backward_specs() -> list[Spec]:
     r = _rng(2)
     x, y = r.uniform(0.02, 0.98, size=(4, 5)), r.uniform(size=(4, 5))
@@ -101,6 +113,7 @@ def bce_backward_specs() -> list[Spec]:
     return specs
 
 
+@spec_source
 def kl_div_backward_specs() -> list[Spec]:
     r = _rng(3)
     x = np.log(r.dirichlet(np.ones(5), size=4))
@@ -154,6 +167,7 @@ def large_specs() -> list[Spec]:
     return specs
 
 
+@spec_source
 def rank_specs() -> list[Spec]:
     """Ranks 4 to 8 (the aclnn limit), with a per-class weight broadcast along the last axis."""
     r = _rng(5)
@@ -170,6 +184,7 @@ def rank_specs() -> list[Spec]:
     return specs
 
 
+@spec_source
 def forward_companion_specs() -> list[Spec]:
     """The forwards of the backward operators, and the backward of the logits loss (issue 7)."""
     r = _rng(7)
@@ -217,8 +232,7 @@ def forward_companion_specs() -> list[Spec]:
 
 def node_specs() -> list[Spec]:
     """Every spec of the conformance suite (small tensors: the goldens ship with the package)."""
-    return (bce_with_logits_specs() + bce_backward_specs() + kl_div_backward_specs() + rank_specs()
-            + forward_companion_specs())
+    return [spec for source in SPEC_SOURCES for spec in source()]
 
 
 # ---- cases: specs made into models, one per dtype, plus graph cases -------------------------------------

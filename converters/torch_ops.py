@@ -11,6 +11,10 @@ torch = require("torch", "training-step export")
 import torch.nn.functional as F  # noqa: E402
 from torch import Tensor  # noqa: E402
 
+# aten's `int reduction` codes: the index in opset.spec.REDUCTIONS
+_CODES = {name: code for code, name in enumerate(REDUCTIONS)}
+_NONE, _MEAN, _BATCHMEAN = _CODES["none"], _CODES["mean"], _CODES["batchmean"]
+
 
 @torch.library.custom_op("lossops::binary_cross_entropy_with_logits", mutates_args=())
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tensor | None,
@@ -20,7 +24,7 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 
 @binary_cross_entropy_with_logits.register_fake
 def _(input, target, weight, pos_weight, reduction):
-    return input.new_empty(input.shape if reduction == 0 else ())
+    return input.new_empty(input.shape if reduction == _NONE else ())
 
 
 @torch.library.custom_op("lossops::binary_cross_entropy_with_logits_backward", mutates_args=())
@@ -31,7 +35,7 @@ def binary_cross_entropy_with_logits_backward(grad_output: Tensor, input: Tensor
     grad = ((p * target + 1 - target) * torch.sigmoid(input) - p * target) * grad_output
     if weight is not None:
         grad = grad * weight
-    return grad / input.numel() if reduction == 1 else grad.expand(input.shape).clone()
+    return grad / input.numel() if reduction == _MEAN else grad.expand(input.shape).clone()
 
 
 @binary_cross_entropy_with_logits_backward.register_fake
@@ -62,7 +66,7 @@ def kl_div(input: Tensor, target: Tensor, reduction: int, log_target: bool) -> T
 
 @kl_div.register_fake
 def _(input, target, reduction, log_target):
-    return input.new_empty(torch.broadcast_shapes(input.shape, target.shape) if reduction == 0 else ())
+    return input.new_empty(torch.broadcast_shapes(input.shape, target.shape) if reduction == _NONE else ())
 
 
 @torch.library.custom_op("lossops::kl_div_backward", mutates_args=())
@@ -71,9 +75,9 @@ def kl_div_backward(grad_output: Tensor, input: Tensor, target: Tensor, reductio
     d = -(torch.exp(target) if log_target else target) * grad_output
     full = torch.broadcast_shapes(input.shape, target.shape)
     d = d.expand(full)
-    if reduction == 1:
+    if reduction == _MEAN:
         d = d / d.numel()
-    elif reduction == 3 and input.dim():
+    elif reduction == _BATCHMEAN and input.dim():
         d = d / input.shape[0]
     lead = d.dim() - input.dim()
     axes = list(range(lead)) + [lead + i for i, n in enumerate(input.shape) if n == 1 and d.shape[lead + i] != 1]
@@ -96,9 +100,6 @@ def _kl_backward(ctx, grad):
 
 
 kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
-
-_CODES = {name: code for code, name in enumerate(REDUCTIONS)}
-
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):
     """While active, F.binary_cross_entropy_with_logits and F.kl_div run as the lossops custom ops."""

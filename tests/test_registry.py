@@ -23,9 +23,9 @@ def missing_layers(name: str, specs=None) -> list[str]:
     if name not in KERNELS:
         missing.append("kernel (ort_ext/kernels/<operator>.py, @kernel)")
     if name not in ORACLES:
-        missing.append("PyTorch oracle (conformance/oracle.py)")
+        missing.append("PyTorch oracle (conformance/oracle.py, @oracle)")
     if not any(s.op == name for s in specs):
-        missing.append("conformance cases (conformance/cases.py)")
+        missing.append("conformance cases (conformance/cases.py, @spec_source)")
     if name not in {c.__name__ for c in reference_ops.REFERENCE_OPS}:
         missing.append("onnx.reference op (conformance/reference_ops.py)")
     if not op.torch:
@@ -62,8 +62,8 @@ def test_adding_an_operator_walkthrough(monkeypatch):
     specs = node_specs()
     assert missing_layers("DummyLoss", specs) == [
         "kernel (ort_ext/kernels/<operator>.py, @kernel)",
-        "PyTorch oracle (conformance/oracle.py)",
-        "conformance cases (conformance/cases.py)",
+        "PyTorch oracle (conformance/oracle.py, @oracle)",
+        "conformance cases (conformance/cases.py, @spec_source)",
         "onnx.reference op (conformance/reference_ops.py)",
         "export translation of lossops::dummy_loss (converters/aten.py, @translates)",
         "aclnn API or a place in the gradient table (OpDef)",
