@@ -38,9 +38,7 @@ class TrainingStep:
     buffers: list[str]  # the module's buffers (BatchNorm statistics, captured tensors)
     optimizer: Optimizer
     max_grad_norm: float | None
-    data: list[str] = field(default_factory=list)  # module inputs, then loss arguments
-    module_inputs: int = 0  # how many of `data` the module (and eval_model) takes
-    loss: str = "loss"
+    data: list[str] = field(default_factory=list)  # module inputs (input_k), then loss arguments (target_k)
 
     @property
     def module_state(self) -> list[str]:
@@ -91,16 +89,18 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Opti
     loss = outputs[len(mutated)]
     new_buffers = dict(zip(mutated, outputs[:len(mutated)], strict=True))
     grads = dict(zip(trained, outputs[len(mutated) + 1:], strict=True))
-    state = _append_update(model, params, buffers, new_buffers, loss, grads, optimizer, max_grad_norm)
+    slots = _append_update(model, params, buffers, new_buffers, loss, grads, optimizer, max_grad_norm)
     initial = {n: module_state[n].numpy() for n in params + buffers}
-    initial.update({n: np.zeros_like(initial[n.rsplit("/", 1)[0]]) for n in state[len(params + buffers):]})
+    initial.update({slot: np.zeros_like(initial[param]) for slot, param in slots.items()})  # as torch.optim starts
     return TrainingStep(opset.with_functions(model), _export_eval(module, params + buffers, module_args),
-                        initial, params, trained, buffers, optimizer, max_grad_norm, data, len(module_args))
+                        initial, params, trained, buffers, optimizer, max_grad_norm, data)
 
 
 def _append_update(model: ModelProto, params: list[str], buffers: list[str], new_buffers: dict[str, str],
-                   loss: str, grads: dict[str, str], optimizer: Optimizer, max_grad_norm: float | None) -> list[str]:
-    """Rewire the joint graph's outputs into the step graph's; returns the state input names, in order."""
+                   loss: str, grads: dict[str, str], optimizer: Optimizer,
+                   max_grad_norm: float | None) -> dict[str, str]:
+    """Rewire the joint graph's outputs into the step graph's (module docstring); returns the optimizer's
+    state inputs, each with its parameter, in input order."""
     graph = model.graph
     types = {v.name: v.type for v in graph.input}
     elems = {n: t.tensor_type.elem_type for n, t in types.items()}
@@ -122,11 +122,11 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
     grad_values = [grads[p] for p in trained]
     if max_grad_norm is not None:
         grad_values = clip_by_global_norm(g, grad_values, [elems[p] for p in trained], max_grad_norm)
-    slots = []
+    slots: dict[str, str] = {}
     new_params = {}
     for p, grad in zip(trained, grad_values, strict=True):
         state = {s: slot_name(p, s) for s in optimizer.slots}
-        slots += state.values()
+        slots.update(dict.fromkeys(state.values(), p))
         new_params[p], updated = optimizer.update(g, p, grad, state, elems[p], first, LR, step_double)
         for s, value in updated.items():
             new_params[slot_name(p, s)] = value
@@ -136,15 +136,15 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
         # the exporter writes num_batches_tracked + 1 with a constant of shape [1], which makes it [1]
         value = g.op("Reshape", new_buffers[b], g.op("Shape", b)) if b in new_buffers else b
         output(value, new_name(b), like=b)
-    for s in slots:
-        graph.input.append(helper.make_value_info(s, types[s.rsplit("/", 1)[0]]))
-        types[s] = types[s.rsplit("/", 1)[0]]
+    for s, p in slots.items():
+        types[s] = types[p]
+        graph.input.append(helper.make_value_info(s, types[s]))
         output(new_params[s], new_name(s), like=s)
     graph.input.extend([helper.make_tensor_value_info(LR, TensorProto.DOUBLE, []),
                         helper.make_tensor_value_info(STEP, TensorProto.INT64, [])])
     graph.input.extend(data_inputs)
     output(new_step, new_name(STEP), elem=TensorProto.INT64)
-    return params + buffers + slots
+    return slots
 
 
 def _elem_of(model: ModelProto, name: str) -> int:

@@ -283,3 +283,13 @@ def test_ort_training_registration():
     pytest.importorskip("onnxruntime.training", reason="onnxruntime-training 1.19.2 is not installed here (it "
                         "conflicts with onnxruntime and needs an environment of its own)")
     ort_training.register("BinaryCrossEntropy", reduction="mean")
+
+
+def test_train_demo_command_prints_the_table_and_plots(tmp_path, capsys):
+    """`lossops train-demo --plot`: the four models' table and a PNG of both loss curves."""
+    from lossops.cli import main
+
+    assert main(["train-demo", "--steps", "6", "--plot", str(tmp_path / "loss.png")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("| SGD") + out.count("| Adam") == 4  # one row per model
+    assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
