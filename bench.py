@@ -17,12 +17,12 @@ from onnx import TensorProto, helper
 
 from . import opset
 from .extras import available, require
-from .opset.spec import LOG_PROBABILITY, POSITIVE, PROBABILITY
+from .opset.spec import DTYPE_NAMES, LOG_PROBABILITY, POSITIVE, PROBABILITY
 from .ort_ext import InferenceSession
 from .ort_ext.kernels import engine, workspace_bytes
 from .timing import Timing, steady
 
-ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16}
+ELEM = {name: DTYPE_NAMES[name] for name in ("float32", "float16")}  # the types the targets are set for
 SPREAD_MARK = 2.0  # a row whose kernels or comparison block medians differ by more than this is marked
 QUIET_FROM = 10**6  # from here on each block starts on a quiet process (timing.settle)
 

@@ -11,12 +11,12 @@ import onnxruntime
 from onnx import TensorProto, helper
 
 from . import opset
+from .opset.spec import DTYPE_NAMES
 from .ort_ext import InferenceSession
 from .ort_ext.session import run_with_bfloat16
 from .timing import median_seconds
 
-DTYPES = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
-          "float64": TensorProto.DOUBLE}
+DTYPES = DTYPE_NAMES
 OUTPUTS = {"bce_with_logits_loss": "BinaryCrossEntropyWithLogits", "bce_grad": "BinaryCrossEntropyBackward",
            "kl_grad": "KlDivBackward"}
 

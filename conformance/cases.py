@@ -16,6 +16,7 @@ from onnx import ModelProto, TensorProto, helper
 
 from .. import opset
 from ..opset.shapes import infer
+from ..opset.spec import DTYPE_NAMES
 
 BCEWL, BCEB, KLB = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward"
 BCE, KL, BCEWLB = "BinaryCrossEntropy", "KlDiv", "BinaryCrossEntropyWithLogitsBackward"
@@ -237,9 +238,8 @@ def node_specs() -> list[Spec]:
 
 # ---- cases: specs made into models, one per dtype, plus graph cases -------------------------------------
 
-DTYPES = ("float32", "float16", "bfloat16", "float64")
-ELEM = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16, "bfloat16": TensorProto.BFLOAT16,
-        "float64": TensorProto.DOUBLE}
+ELEM = DTYPE_NAMES
+DTYPES = tuple(ELEM)
 
 
 def np_dtype(name: str) -> np.dtype:

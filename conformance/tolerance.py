@@ -23,10 +23,12 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+from onnx import helper
+
+from ..opset.spec import DTYPE_NAMES
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
-DTYPES = {"float32": np.dtype(np.float32), "float16": np.dtype(np.float16), "bfloat16": BF16,
-          "float64": np.dtype(np.float64)}
+DTYPES = {name: np.dtype(helper.tensor_dtype_to_np_dtype(elem)) for name, elem in DTYPE_NAMES.items()}
 RTOL = {"float64": 2.0**-48, "float32": 2.0**-20, "float16": 2.0**-10, "bfloat16": 2.0**-7}
 
 

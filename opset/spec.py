@@ -22,6 +22,9 @@ TENSOR_TYPES: dict[int, str] = {
     TensorProto.FLOAT: "tensor(float)",
     TensorProto.DOUBLE: "tensor(double)",
 }
+# The same element types by the names reports, the CLI and the conformance suite use, in their order.
+DTYPE_NAMES: dict[str, int] = {"float32": TensorProto.FLOAT, "float16": TensorProto.FLOAT16,
+                               "bfloat16": TensorProto.BFLOAT16, "float64": TensorProto.DOUBLE}
 
 # The reductions, at their index in the enum that aten and aclnn share (`int64_t reduction`).
 REDUCTIONS = ("none", "mean", "sum", "batchmean")

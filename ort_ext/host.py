@@ -26,7 +26,6 @@ import threading
 
 import numpy as np
 from numba import cfunc, types
-from onnx import TensorProto
 
 from ..opset import OPS
 from . import capi
@@ -34,7 +33,7 @@ from .kernels import KERNELS, engine
 from .kernels.native import stack, view
 
 KERNEL_DOMAIN = "ai.onnx.contrib"
-ELEMENT_TYPES = (TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16)
+ELEMENT_TYPES = tuple(engine.ELEMENT_TYPES)  # the kernels' types, each with its storage dtype there
 
 # A kernel's state: int64 words in C memory (written at session creation, read by every run).
 COMPUTE, API, WORKER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET = range(7)
