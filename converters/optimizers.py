@@ -174,9 +174,3 @@ def clip_by_global_norm(g: Graph, grads: list[str], elems: list[int], max_norm: 
 def describe(optimizer: Optimizer) -> dict:
     """The optimizer as JSON-able data (saved with a checkpoint)."""
     return {"type": type(optimizer).__name__, **dataclasses.asdict(optimizer)}
-
-
-def from_description(data: dict) -> Optimizer:
-    kinds = {cls.__name__: cls for cls in (SGD, Adam, AdamW)}
-    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items() if k != "type"}
-    return kinds[data["type"]](**fields)

@@ -18,7 +18,7 @@ from onnx import ModelProto, TensorProto, helper
 
 from .. import opset
 from ..extras import require
-from .optimizers import LR, SGD, STEP, Adam, AdamW, Graph, Optimizer, clip_by_global_norm, new_name, slot_name
+from .optimizers import LR, SGD, STEP, Adam, AdamW, Graph, Optimizer, clip_by_global_norm, describe, new_name, slot_name
 
 torch = require("torch", "training-step export", extra="train")
 from .aten import translation_table  # noqa: E402
@@ -39,6 +39,18 @@ class TrainingStep:
     optimizer: Optimizer
     max_grad_norm: float | None
     data: list[str] = field(default_factory=list)  # module inputs (input_k), then loss arguments (target_k)
+    lr_input: str = LR  # the run-time scalars' input names
+    step_input: str = STEP
+
+    @property
+    def outputs(self) -> list[str]:
+        """The step graph's outputs: the loss, the new value of each state entry, the new step count."""
+        return ["loss", *map(new_name, self.state), new_name(STEP)]
+
+    @property
+    def settings(self) -> dict:
+        """The optimizer and its settings as JSON-able data (kept with a checkpoint)."""
+        return describe(self.optimizer)
 
     @property
     def module_state(self) -> list[str]:
@@ -177,8 +189,6 @@ def load_into_torch(path: str, module, optimizer=None) -> None:
     training can go on in PyTorch."""
     require("safetensors", "loading training checkpoints")
     from safetensors.torch import load_file
-
-    from .optimizers import STEP
 
     tensors = load_file(path)
     module.load_state_dict({k: v for k, v in tensors.items() if k != STEP and "/" not in k}, strict=True)

@@ -18,7 +18,6 @@ import numpy as np
 import onnxruntime
 from onnx import ModelProto, numpy_helper
 
-from ..converters.optimizers import LR, STEP, describe, new_name
 from ..extras import require
 from .session import InferenceSession, Mode
 
@@ -41,7 +40,7 @@ class TrainingSession:
         self.steps = 0  # steps taken
         self.lr = step.optimizer.lr  # used by `step` when it is given none
         self.history: list[float] = []  # the loss of every step taken
-        self._outputs = ["loss", *map(new_name, self.state), new_name(STEP)]
+        self._outputs = step.outputs
 
     def step(self, data: Sequence[np.ndarray] | Mapping[str, np.ndarray], lr: float | None = None) -> float:
         """One optimizer step on one batch (arrays in the order of `definition.data`, or by name); the loss."""
@@ -52,8 +51,8 @@ class TrainingSession:
                                  f"got {len(data)}")
             data = dict(zip(names, data, strict=True))
         feeds = dict(self.state)
-        feeds[LR] = _ortvalue(np.float64(self.lr if lr is None else lr))
-        feeds[STEP] = _ortvalue(np.int64(self.steps))
+        feeds[self.definition.lr_input] = _ortvalue(np.float64(self.lr if lr is None else lr))
+        feeds[self.definition.step_input] = _ortvalue(np.int64(self.steps))
         feeds.update({k: _ortvalue(v) for k, v in data.items()})
         loss, *new, _ = self.session.run_with_ort_values(self._outputs, feeds)
         self.state = dict(zip(self.state, new, strict=True))
@@ -115,10 +114,10 @@ class TrainingSession:
         require("safetensors", "saving training checkpoints")
         from safetensors.numpy import save_file
 
-        tensors = {n: np.require(v.numpy(), requirements="C") for n, v in self.state.items()}  # keeps rank 0
-        tensors[STEP] = np.array(self.steps, dtype=np.int64)
         d = self.definition
-        metadata = {"format": FORMAT, "optimizer": json.dumps(describe(d.optimizer)), "lr": repr(self.lr),
+        tensors = {n: np.require(v.numpy(), requirements="C") for n, v in self.state.items()}  # keeps rank 0
+        tensors[d.step_input] = np.array(self.steps, dtype=np.int64)
+        metadata = {"format": FORMAT, "optimizer": json.dumps(d.settings), "lr": repr(self.lr),
                     "max_grad_norm": json.dumps(d.max_grad_norm), "history": json.dumps(self.history)}
         save_file(tensors, path, metadata=metadata)
 
@@ -132,11 +131,12 @@ class TrainingSession:
             if metadata.get("format") != FORMAT:
                 raise ValueError(f"{path}: not a lossops training checkpoint (format {metadata.get('format')!r}; "
                                  f"expected {FORMAT!r})")
-            if _settings(json.loads(metadata["optimizer"])) != _settings(describe(self.definition.optimizer)):
+            if _settings(json.loads(metadata["optimizer"])) != _settings(self.definition.settings):
                 raise ValueError(f"{path}: saved with optimizer {metadata['optimizer']}; this step uses "
-                                 f"{json.dumps(describe(self.definition.optimizer))}")
+                                 f"{json.dumps(self.definition.settings)}")
             tensors = {k: f.get_tensor(k) for k in f.keys()}
-        expected = set(self.state) | {STEP}
+        step = self.definition.step_input
+        expected = set(self.state) | {step}
         if set(tensors) != expected:
             raise ValueError(f"{path}: its entries do not match this training step's (missing "
                              f"{sorted(expected - set(tensors))}, unexpected {sorted(set(tensors) - expected)})")
@@ -146,7 +146,7 @@ class TrainingSession:
                 raise ValueError(f"{path}: {name} is {saved.dtype}{list(saved.shape)}; this step has "
                                  f"{value.numpy().dtype}{value.shape()}")
         self.state = {n: _ortvalue(tensors[n]) for n in self.state}
-        self.steps = int(tensors[STEP])
+        self.steps = int(tensors[step])
         self.lr = float(metadata["lr"])
         self.history = json.loads(metadata["history"])
 

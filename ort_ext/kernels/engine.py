@@ -33,6 +33,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ...opset.spec import REDUCTIONS
 from .halves import store_rounded
 from .native import stack, view
 
@@ -54,8 +55,8 @@ _EXACT, _FITS, _BROADCAST = 1, 2, 3
 FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
 ELEMENT_TYPES = {FLOAT: np.dtype(np.float32), DOUBLE: np.dtype(np.float64), FLOAT16: np.dtype(np.uint16),
                  BFLOAT16: np.dtype(np.int16)}
-REDUCTION_CODES = {"none": 0, "mean": 1, "sum": 2, "batchmean": 3}  # opset.spec.REDUCTIONS' order
-_NONE, _MEAN, _BATCHMEAN = 0, 1, 3
+REDUCTION_CODES = {name: code for code, name in enumerate(REDUCTIONS)}  # aten's and aclnn's codes
+_NONE, _MEAN, _BATCHMEAN = REDUCTION_CODES["none"], REDUCTION_CODES["mean"], REDUCTION_CODES["batchmean"]
 
 _i8 = np.int64
 OPERAND = np.dtype([
