@@ -293,3 +293,19 @@ def test_train_demo_command_prints_the_table_and_plots(tmp_path, capsys):
     out = capsys.readouterr().out
     assert out.count("| SGD") + out.count("| Adam") == 4  # one row per model
     assert (tmp_path / "loss.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_session_options_serve_both_the_step_and_the_eval_forward():
+    """The user's SessionOptions (one thread here) are used for the step and again for the eval forward,
+    in kernels mode, where lossops registers its kernels on them."""
+    import onnxruntime
+
+    net, loss_fn, example = _small_problem()
+    options = onnxruntime.SessionOptions()
+    options.intra_op_num_threads = 1
+    session = TrainingSession(_quiet(export_training_step, net, loss_fn, example, Adam()), "kernels", options)
+    session.step([a.numpy() for a in example[0] + example[1]])
+    module = copy.deepcopy(net)
+    module.load_state_dict({k: torch.from_numpy(v) for k, v in session.state_dict().items()})
+    x = example[0][0]
+    np.testing.assert_allclose(session.evaluate(x.numpy()), module(x).detach().numpy(), rtol=1e-5, atol=1e-6)
