@@ -111,7 +111,7 @@ class Result:
                    / max(float(np.max(np.abs(v), initial=0)), 1e-30) for n, v in self.torch_state.items())
 
 
-def run(problem: Problem, steps: int = 100, mode: str = "decomposition", progress: bool | None = False) -> Result:
+def run(problem: Problem, steps: int = 100, mode: str = "decomposition") -> Result:
     """Train `problem` for `steps` steps in PyTorch and in onnxruntime, one step of each in turn."""
     import torch
 
@@ -124,8 +124,8 @@ def run(problem: Problem, steps: int = 100, mode: str = "decomposition", progres
     exported = export_training_step(problem.module, problem.loss_fn, (module_args, loss_args), problem.optimizer,
                                     problem.max_grad_norm)
     session = TrainingSession(exported, mode=mode)
-    # a loss that reads a buffer (pos_weight) reads the original module's here: equal values, never trained
-    loss_fn = problem.loss_fn
+    # A loss that reads a buffer (pos_weight) reads the original module's in the PyTorch run too: the copy's
+    # buffer has the same values and neither is trained.
     torch_losses, torch_times, ort_times = [], [], []
     lr = problem.schedule or (lambda k: problem.optimizer.lr)
     for k in range(steps):
@@ -134,7 +134,7 @@ def run(problem: Problem, steps: int = 100, mode: str = "decomposition", progres
             group["lr"] = lr(k)
         start = time.perf_counter()
         optimizer.zero_grad()
-        loss = loss_fn(reference(*module_in), *loss_in)
+        loss = problem.loss_fn(reference(*module_in), *loss_in)
         loss.backward()
         if problem.max_grad_norm is not None:
             torch.nn.utils.clip_grad_norm_(reference.parameters(), problem.max_grad_norm)

@@ -118,6 +118,7 @@ def batch_norm_functional(input, weight, bias, running_mean, running_var, traini
     rank = len(input.shape)
     axes = onnx_op.Constant(value_ints=[0, *range(2, rank)])
     shape = onnx_op.Constant(value_ints=[1, -1] + [1] * (rank - 2))  # channels along axis 1
+    flat = onnx_op.Constant(value_ints=[-1])
     if training:
         mean = onnx_op.ReduceMean(input, axes, keepdims=1)
         centered = onnx_op.Sub(input, mean)
@@ -127,7 +128,6 @@ def batch_norm_functional(input, weight, bias, running_mean, running_var, traini
         unbiased = onnx_op.Div(onnx_op.Mul(var, count), onnx_op.Sub(count, onnx_op.CastLike(1.0, var)))
         keep = onnx_op.CastLike(1.0 - momentum, var)
         rate = onnx_op.CastLike(momentum, var)
-        flat = onnx_op.Constant(value_ints=[-1])
         new_mean = onnx_op.Add(onnx_op.Mul(running_mean, keep), onnx_op.Mul(onnx_op.Reshape(mean, flat), rate))
         new_var = onnx_op.Add(onnx_op.Mul(running_var, keep), onnx_op.Mul(onnx_op.Reshape(unbiased, flat), rate))
     else:
@@ -140,7 +140,6 @@ def batch_norm_functional(input, weight, bias, running_mean, running_var, traini
         output = onnx_op.Mul(output, onnx_op.Reshape(weight, shape))
     if bias is not None:
         output = onnx_op.Add(output, onnx_op.Reshape(bias, shape))
-    flat = onnx_op.Constant(value_ints=[-1])
     return output, onnx_op.Reshape(mean, flat), onnx_op.Reshape(rstd, flat), new_mean, new_var
 
 

@@ -87,7 +87,7 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Opti
     buffers = [n[strip:] for n in signature.buffers]
     mutated = [n[strip:] for n in signature.buffers_to_mutate.values()]
     trained = [n[strip:] for n in signature.backward_signature.gradients_to_parameters.values()]
-    module_state = {k: v.detach().clone() for k, v in module.state_dict(keep_vars=True).items()}
+    module_state = {k: v.clone() for k, v in module.state_dict().items()}  # the step's own initial copy
     data = [f"input_{k}" for k in range(len(module_args))] + [f"target_{k}" for k in range(len(loss_args))]
     clash = {LR, STEP, "loss"} & set(params + buffers)
     if clash:
@@ -114,19 +114,20 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
     """Rewire the joint graph's outputs into the step graph's (module docstring); returns the optimizer's
     state inputs, each with its parameter, in input order."""
     graph = model.graph
-    types = {v.name: v.type for v in graph.input}
+    scalars = [helper.make_tensor_value_info(LR, TensorProto.DOUBLE, []),
+               helper.make_tensor_value_info(STEP, TensorProto.INT64, [])]
+    types = {v.name: v.type for v in [*graph.input, *graph.output, *scalars]}  # outputs: the loss's own type
     elems = {n: t.tensor_type.elem_type for n, t in types.items()}
     g = Graph(graph)
     data_inputs = list(graph.input)[len(params) + len(buffers):]
     del graph.input[len(params) + len(buffers):]
     del graph.output[:]
 
-    def output(source: str, name: str, like: str | None = None, elem: int | None = None) -> None:
+    def output(source: str, name: str, like: str) -> None:
         graph.node.append(helper.make_node("Identity", [source], [name], name=name))
-        value = helper.make_value_info(name, types[like]) if like else helper.make_tensor_value_info(name, elem, [])
-        graph.output.append(value)
+        graph.output.append(helper.make_value_info(name, types[like]))
 
-    output(loss, "loss", elem=_elem_of(model, loss))
+    output(loss, "loss", like=loss)
     new_step = g.op("Add", STEP, g.const(1, TensorProto.INT64))
     step_double = g.cast(new_step, TensorProto.DOUBLE)
     first = g.op("Equal", STEP, g.const(0, TensorProto.INT64), hint="first_step")
@@ -152,18 +153,9 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
         types[s] = types[p]
         graph.input.append(helper.make_value_info(s, types[s]))
         output(new_params[s], new_name(s), like=s)
-    graph.input.extend([helper.make_tensor_value_info(LR, TensorProto.DOUBLE, []),
-                        helper.make_tensor_value_info(STEP, TensorProto.INT64, [])])
-    graph.input.extend(data_inputs)
-    output(new_step, new_name(STEP), elem=TensorProto.INT64)
+    graph.input.extend(scalars + data_inputs)
+    output(new_step, new_name(STEP), like=STEP)
     return slots
-
-
-def _elem_of(model: ModelProto, name: str) -> int:
-    for v in [*model.graph.value_info, *model.graph.output]:
-        if v.name == name:
-            return v.type.tensor_type.elem_type
-    return TensorProto.FLOAT
 
 
 def _export_eval(module, state: list[str], module_args: tuple) -> ModelProto:

@@ -94,8 +94,13 @@ class TrainingSession:
         if self._eval_session is None:
             self._eval_session = InferenceSession(self.definition.eval_model.SerializeToString(),
                                                   self.sess_options, mode=self.mode)
-        feeds = {n: self.state[n] for n in self.definition.module_state}
-        feeds.update({f"input_{k}": _ortvalue(a) for k, a in enumerate(inputs)})
+        state = self.definition.module_state
+        feeds = {n: self.state[n] for n in state}
+        names = [i.name for i in self.definition.eval_model.graph.input if i.name not in state]
+        if len(inputs) != len(names):
+            raise ValueError(f"TrainingSession.evaluate: expected {len(names)} arrays ({', '.join(names)}), "
+                             f"got {len(inputs)}")
+        feeds.update({n: _ortvalue(a) for n, a in zip(names, inputs, strict=True)})
         return self._eval_session.run_with_ort_values(None, feeds)[0].numpy()
 
     def inference_model(self) -> ModelProto:
