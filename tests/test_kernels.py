@@ -8,10 +8,13 @@ from fractions import Fraction
 import ml_dtypes
 import numba
 import numpy as np
+import onnxruntime
 import pytest
 
-from lossops.ort_ext.kernels import engine, halves, run
-from lossops.ort_ext.kernels.native import view
+from lossops import bench, opset
+from lossops.ort_ext import InferenceSession
+from lossops.ort_ext.kernels import KERNELS, _planned, engine, halves, run
+from lossops.ort_ext.kernels.native import STREAMING_STORES, view
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -236,3 +239,27 @@ def test_source_stamp_is_taken_at_import():
             "print(cache.source_hash.cache_info().currsize, cache.source_hash.cache_info().misses)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["1", "1"], done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("op_name", sorted(KERNELS))
+def test_streamed_outputs_equal_plain_stores(op_name, dtype):
+    """An elementwise output of STREAM_BYTES or more is written with non-temporal stores on x86-64: its values
+    must be those plain stores write (each element depends on its own inputs only, so slices under the
+    threshold are the reference), bit for bit, in both front ends."""
+    d = np.dtype(dtype)
+    n = engine.STREAM_BYTES // d.itemsize + 4099  # and a last tile whose bytes are not a multiple of 32
+    feeds = bench.sample(op_name, n, dtype, "none")
+    inputs = [feeds.get(i.name) for i in opset.get(op_name).inputs]
+    plan = _planned(op_name, inputs, {"reduction": "none"})[0]
+    assert plan["stream"][0] == STREAMING_STORES
+    whole = run(op_name, inputs, reduction="none")
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = 2
+    session = InferenceSession(bench.model_for(op_name, feeds, dtype, "none").SerializeToString(), so)
+    (in_ort,) = session.run(None, feeds)
+    assert np.array_equal(in_ort.view(np.uint8), whole.view(np.uint8))
+    step = 200_003
+    for lo in range(0, n, step):
+        part = run(op_name, [None if a is None else a[lo:lo + step] for a in inputs], reduction="none")
+        assert np.array_equal(part.view(np.uint8), whole[lo:lo + step].view(np.uint8)), lo

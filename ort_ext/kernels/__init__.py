@@ -181,12 +181,20 @@ def workspace_bytes(op_name: str, inputs: list[np.ndarray | None], **attributes)
     return int(_planned(op_name, inputs, attributes)[0]["workspace_bytes"][0])
 
 
+def _empty_aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
+    """np.empty at a 64-byte boundary, as ONNX Runtime allocates (so that large outputs stream here too)."""
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + 64, np.uint8)
+    start = -raw.ctypes.data % 64
+    return raw[start:start + nbytes].view(dtype).reshape(shape)
+
+
 def run(op_name: str, inputs: list[np.ndarray | None], **attributes) -> np.ndarray:
     """Run an operator's kernel on numpy arrays (inputs in schema order, None for an absent optional input),
     serially; the result is a new array. Raises InvalidInput when the inputs break the operator's contract."""
     plan, _pointed_at, dtype = _planned(op_name, inputs, attributes)  # the plan points into these: keep them alive
     storage = engine.ELEMENT_TYPES[ELEMENT_TYPES[dtype]]
-    out = np.empty(tuple(plan["out_dims"][0, :plan["out_rank"][0]]), dtype)
+    out = _empty_aligned(tuple(plan["out_dims"][0, :plan["out_rank"][0]]), dtype)
     workspace = np.empty(int(plan["workspace_bytes"][0]) + 64, np.uint8)
     plan["out_address"] = out.view(storage).ctypes.data if out.size else 0
     plan["workspace"] = (workspace.ctypes.data + 63) // 64 * 64

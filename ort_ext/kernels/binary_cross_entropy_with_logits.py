@@ -7,7 +7,7 @@ import numba
 from . import kernel
 from .halves import load, store
 from .mathf import exp, log1p_unit
-from .native import like, select
+from .native import fmuladd, like, select
 
 
 @kernel("BinaryCrossEntropyWithLogits", reads=("input", "target", "weight", "pos_weight"), task_elements=1 << 14)
@@ -19,13 +19,13 @@ def binary_cross_entropy_with_logits(x, y, w, p, _, out, m, scale, flag, tmp):
         tmp[k] = exp(-abs(load(x[k])))
     for k in range(m):
         xk, yk = load(x[k]), load(y[k])
-        zero, one = like(xk, 0), like(xk, 1)
-        log_term = log1p_unit(tmp[k])  # log1p(exp(-|x|)): softplus(x) = max(x, 0) + this, finite for every x
-        softplus_x = select(xk < zero, zero, xk) + log_term
-        softplus_neg_x = select(xk > zero, zero, -xk) + log_term
-        a, b = one - yk, load(p[k]) * yk
-        # A zero coefficient or weight makes its term 0 even where softplus is inf (x = +-inf): the loss's
-        # limit there (OPS.md), where 0 * inf would be NaN.
-        loss = select(a == zero, zero, a * softplus_x) + select(b == zero, zero, b * softplus_neg_x)
+        zero = like(xk, 0)
+        a, b = like(xk, 1) - yk, load(p[k]) * yk
+        # softplus(+-x) = max(+-x, 0) + L with L = log1p(exp(-|x|)), finite for every x, and only one of the
+        # maxima is non-zero: loss = c * |x| + (a + b) * L, c the coefficient of the side x is on. A zero c makes
+        # its term 0 even at x = +-inf: the loss's limit there (OPS.md), where 0 * inf would be NaN.
+        c = select(xk > zero, a, b)
+        linear = select(c == zero, zero, c * abs(xk))
+        loss = fmuladd(a + b, log1p_unit(tmp[k]), linear)
         wk = load(w[k])
         store(out, k, select(wk == zero, zero, loss * wk))

@@ -9,6 +9,8 @@ on the stack) and contain nothing that can raise (error_model="numpy", no bounds
 
 from __future__ import annotations
 
+import platform
+
 import numba
 import numpy as np
 from llvmlite import ir
@@ -68,6 +70,39 @@ def fmuladd(typingctx, a, b, c):
         return builder.call(fn, args)
 
     return a(a, b, c), codegen
+
+
+# x86-64 only: there a non-temporal store writes a cache line without first reading it (a plain store's
+# read-for-ownership makes a large output cost twice its bytes), and `sfence` orders such stores.
+STREAMING_STORES = platform.machine().lower() in ("x86_64", "amd64")
+
+
+@intrinsic
+def stream_32(typingctx, dst, src):
+    """Copy 32 bytes from address src to address dst, both 32-byte aligned, with a non-temporal store."""
+    if not (isinstance(dst, types.Integer) and isinstance(src, types.Integer)):
+        return None
+
+    def codegen(context, builder, sig, args):
+        vector = ir.VectorType(ir.IntType(64), 4).as_pointer()
+        value = builder.load(builder.inttoptr(args[1], vector), align=32)
+        store = builder.store(value, builder.inttoptr(args[0], vector), align=32)
+        store.set_metadata("nontemporal", builder.module.add_metadata([ir.Constant(ir.IntType(32), 1)]))
+        return context.get_dummy_value()
+
+    return types.void(dst, src), codegen
+
+
+@intrinsic
+def store_fence(typingctx):
+    """sfence: the non-temporal stores before it are visible before any store after it (x86-64 only)."""
+
+    def codegen(context, builder, sig, args):
+        fn = builder.module.declare_intrinsic("llvm.x86.sse.sfence", fnty=ir.FunctionType(ir.VoidType(), []))
+        builder.call(fn, [])
+        return context.get_dummy_value()
+
+    return types.void(), codegen
 
 
 @intrinsic
@@ -164,3 +199,31 @@ def _like(x, c):
     if x == types.float64:
         return lambda x, c: np.float64(c)
     return None
+
+
+if STREAMING_STORES:
+    @numba.njit(inline="always")
+    def stream_copy(dst, src, nbytes):
+        """dst[:nbytes] = src[:nbytes] (addresses, both 32-byte aligned) without reading dst's lines into the
+        cache; a tail under 32 bytes is stored as usual. Call `stream_fence` before the data is handed on."""
+        k = 0
+        while k + 32 <= nbytes:
+            stream_32(dst + k, src + k)
+            k += 32
+        tail_dst, tail_src = view(dst + k, nbytes - k, np.uint8), view(src + k, nbytes - k, np.uint8)
+        for j in range(nbytes - k):
+            tail_dst[j] = tail_src[j]
+
+    @numba.njit(inline="always")
+    def stream_fence():
+        store_fence()
+else:  # the engine never plans a streamed output here
+    @numba.njit(inline="always")
+    def stream_copy(dst, src, nbytes):
+        tail_dst, tail_src = view(dst, nbytes, np.uint8), view(src, nbytes, np.uint8)
+        for j in range(nbytes):
+            tail_dst[j] = tail_src[j]
+
+    @numba.njit(inline="always")
+    def stream_fence():
+        pass
