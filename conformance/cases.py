@@ -259,6 +259,14 @@ class Case:
     oracle_error: Callable[[list[np.ndarray]], float] = lambda inputs: 0.0
     magnitude: Callable[[list[np.ndarray]], np.ndarray | float] = lambda inputs: 0.0
 
+    def check(self, got: np.ndarray) -> tuple[bool, float, str]:
+        """(ok, error in ulps, message): `got` against the oracle in float64, within the dtype's tolerance."""
+        from .tolerance import compare
+
+        inputs64 = [a.astype(np.float64) for a in self.inputs]
+        return compare(got, self.reference(inputs64), self.dtype, self.summed, self.oracle_error(inputs64),
+                       magnitude=self.magnitude(inputs64))
+
 
 def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict,
                symbolic: bool = False) -> tuple[ModelProto, dict[str, np.ndarray]]:

@@ -8,11 +8,11 @@ from fractions import Fraction
 import ml_dtypes
 import numba
 import numpy as np
-import onnxruntime
 import pytest
 
 from lossops import bench, opset
-from lossops.ort_ext import InferenceSession
+from lossops.conformance.backends import BACKENDS
+from lossops.conformance.cases import Spec, spec_case
 from lossops.ort_ext.kernels import KERNELS, _planned, engine, halves, run
 from lossops.ort_ext.kernels.native import STREAMING_STORES, view
 
@@ -243,21 +243,22 @@ def test_source_stamp_is_taken_at_import():
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("op_name", sorted(KERNELS))
-def test_streamed_outputs_equal_plain_stores(op_name, dtype):
-    """An elementwise output of STREAM_BYTES or more is written with non-temporal stores on x86-64: its values
-    must be those plain stores write (each element depends on its own inputs only, so slices under the
-    threshold are the reference), bit for bit, in both front ends."""
-    d = np.dtype(dtype)
-    n = engine.STREAM_BYTES // d.itemsize + 4099  # and a last tile whose bytes are not a multiple of 32
-    feeds = bench.sample(op_name, n, dtype, "none")
-    inputs = [feeds.get(i.name) for i in opset.get(op_name).inputs]
-    plan = _planned(op_name, inputs, {"reduction": "none"})[0]
-    assert plan["stream"][0] == STREAMING_STORES
+def test_streamed_outputs_follow_pytorch_and_equal_plain_stores(op_name, dtype):
+    """An elementwise output of STREAM_BYTES or more is written with non-temporal stores on x86-64. Through
+    onnxruntime it must follow PyTorch float64 within the conformance tolerance, and equal, bit for bit, what
+    plain stores write in both front ends (each element depends on its own inputs only, so slices under the
+    threshold are the reference)."""
+    n = engine.STREAM_BYTES // np.dtype(dtype).itemsize + 4099  # and a last tile that is not 32-byte whole
+    feeds = bench.sample(op_name, n, "float64", "none")
+    spec = Spec(f"streamed_{op_name}", op_name, [feeds.get(i.name) for i in opset.get(op_name).inputs],
+                {"reduction": "none"})
+    case = spec_case(spec, dtype)
+    inputs = [None if a is None else a.astype(dtype) for a in spec.inputs]
+    assert _planned(op_name, inputs, {"reduction": "none"})[0]["stream"][0] == STREAMING_STORES
+    in_ort = BACKENDS["kernels"](case.model, case.inputs)
+    ok, _, msg = case.check(in_ort)
+    assert ok, msg
     whole = run(op_name, inputs, reduction="none")
-    so = onnxruntime.SessionOptions()
-    so.intra_op_num_threads = 2
-    session = InferenceSession(bench.model_for(op_name, feeds, dtype, "none").SerializeToString(), so)
-    (in_ort,) = session.run(None, feeds)
     assert np.array_equal(in_ort.view(np.uint8), whole.view(np.uint8))
     step = 200_003
     for lo in range(0, n, step):

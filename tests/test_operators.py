@@ -8,7 +8,6 @@ import pytest
 
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import DTYPES, large_specs, node_specs, spec_case
-from lossops.conformance.tolerance import compare
 from lossops.ort_ext.kernels import run
 
 from record import MAX_ULPS
@@ -17,16 +16,10 @@ SPECS = node_specs() + large_specs()
 CASES = [spec_case(s, d) for s in SPECS for d in DTYPES]
 
 
-def _check(case, got) -> tuple[bool, float, str]:
-    inputs64 = [a.astype(np.float64) for a in case.inputs]
-    return compare(got, case.reference(inputs64), case.dtype, case.summed, case.oracle_error(inputs64),
-                   magnitude=case.magnitude(inputs64))
-
-
 @pytest.mark.parametrize("backend", ["kernels", "decomposition"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_against_pytorch(case, backend):
-    ok, ulps, msg = _check(case, BACKENDS[backend](case.model, case.inputs))
+    ok, ulps, msg = case.check(BACKENDS[backend](case.model, case.inputs))
     MAX_ULPS[(backend, case.dtype)] = max(MAX_ULPS[(backend, case.dtype)], ulps if np.isfinite(ulps) else 0)
     assert ok, msg
 
@@ -38,7 +31,7 @@ SYMBOLIC = [spec_case(s, d, symbolic=True) for s in SPECS[::4] for d in DTYPES]
 def test_symbolic_dims(case):
     """Models whose inputs have symbolic dims: shape checks happen at run time."""
     for backend in ("kernels", "decomposition"):
-        ok, _, msg = _check(case, BACKENDS[backend](case.model, case.inputs))
+        ok, _, msg = case.check(BACKENDS[backend](case.model, case.inputs))
         assert ok, f"{backend}: {msg}"
 
 
@@ -48,5 +41,5 @@ def test_kernel_called_directly(spec):
     case = spec_case(spec, "float32")
     inputs = [None if a is None else a.astype(np.float32) for a in spec.inputs]
     got = run(spec.op, inputs, **spec.attrs)
-    ok, _, msg = _check(case, got)
+    ok, _, msg = case.check(got)
     assert ok, msg
