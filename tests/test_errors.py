@@ -145,6 +145,40 @@ def test_wrong_feed_dtype_is_an_exception():
         session.run(None, {**feeds, "input": np.ones(3, np.float64)})
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_run_behaves_as_onnxruntimes_run(mode, monkeypatch):
+    """On a CPU session lossops' run() calls onnxruntime's binding directly (onnxruntime's Python run()
+    re-validates every feed): outputs, output selection, OrtValue feeds, run options and bad feeds behave as
+    onnxruntime.InferenceSession.run on the same session."""
+    inputs = [np.ones((), f32), np.log(np.full(3, 0.5, f32)), np.arange(3, dtype=f32)]
+    model, feeds = node_model("KlDivBackward", inputs, "float32", {"reduction": "sum"})
+    session = InferenceSession(model.SerializeToString(), mode=mode)
+    theirs = onnxruntime.InferenceSession.run
+    expected = theirs(session, None, feeds)
+    np.testing.assert_array_equal(expected[0], -np.arange(3, dtype=f32))  # d/dx of sum(t * (log t - x)) = -t
+    values = {k: onnxruntime.OrtValue.ortvalue_from_numpy(v) for k, v in feeds.items()}
+    stop = onnxruntime.RunOptions()
+    stop.terminate = True
+    bad_feeds = [{k: v for k, v in feeds.items() if k != "target"},  # a required input missing
+                 {**feeds, "input": np.ones(3, np.float64)},  # wrong element type
+                 {**feeds, "extra": np.ones(3, f32)}]  # a name the graph does not have
+    errors = {}
+    for run in (theirs, InferenceSession.run):
+        assert [a.tolist() for a in run(session, ["output"], feeds)] == [expected[0].tolist()]
+        assert run(session, None, values)[0].tolist() == expected[0].tolist()
+        with pytest.raises(Exception, match="terminate"):
+            run(session, None, feeds, stop)
+        for k, bad in enumerate(bad_feeds):
+            with pytest.raises(Exception) as raised:
+                run(session, None, bad)
+            errors.setdefault(k, []).append((type(raised.value), str(raised.value)))
+    assert all(a == b for a, b in errors.values()), errors
+    assert "Required inputs (['target']) are missing" in errors[0][0][1]
+    # and the direct path is the one taken: onnxruntime's run() is never entered for plain numpy feeds
+    monkeypatch.setattr(onnxruntime.InferenceSession, "run", lambda *a: pytest.fail("onnxruntime's run() called"))
+    np.testing.assert_array_equal(session.run(None, feeds)[0], expected[0])
+
+
 def test_unknown_operator():
     with pytest.raises(ValueError, match="'SoftmaxLoss' is not a lossops operator"):
         opset.make_node("SoftmaxLoss", ["x"], ["y"])
