@@ -177,6 +177,8 @@ def test_run_behaves_as_onnxruntimes_run(mode, monkeypatch):
     # and the direct path is the one taken: onnxruntime's run() is never entered for plain numpy feeds
     monkeypatch.setattr(onnxruntime.InferenceSession, "run", lambda *a: pytest.fail("onnxruntime's run() called"))
     np.testing.assert_array_equal(session.run(None, feeds)[0], expected[0])
+    session.set_providers(["CPUExecutionProvider"])  # set_providers rebuilds onnxruntime's binding
+    np.testing.assert_array_equal(session.run(None, feeds)[0], expected[0])
 
 
 def test_unknown_operator():
