@@ -157,10 +157,10 @@ def run_bench(ops: list[str], sizes: list[int], dtypes: list[str], reductions: l
                         model = model_for(op, feeds, dtype, reduction).SerializeToString()
                         kernels = InferenceSession(model, so, mode="kernels")
                         # the same session class, so both pay the same per-run() cost and only the graph differs
-                        plain = InferenceSession(model, so, mode="decomposition")
+                        decomposed = InferenceSession(model, so, mode="decomposition")
                         moved = bytes_moved(op, feeds, reduction)
                         runners = {"kernels": lambda s=kernels, f=feeds: s.run(None, f),
-                                   "decomposition": lambda s=plain, f=feeds: s.run(None, f),
+                                   "decomposition": lambda s=decomposed, f=feeds: s.run(None, f),
                                    "copy": Stream("copy", moved, pool, threads),
                                    "add": Stream("add", moved, pool, threads)}
                         if torch is not None:
