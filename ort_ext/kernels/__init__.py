@@ -182,7 +182,8 @@ def workspace_bytes(op_name: str, inputs: list[np.ndarray | None], **attributes)
 
 
 def _empty_aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """np.empty at a 64-byte boundary, as ONNX Runtime allocates (so that large outputs stream here too)."""
+    """np.empty at a 64-byte boundary, as ONNX Runtime allocates (so that large outputs stream here too, and
+    the workspace's tiles are aligned as in ONNX Runtime)."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + 64, np.uint8)
     start = -raw.ctypes.data % 64
@@ -195,9 +196,9 @@ def run(op_name: str, inputs: list[np.ndarray | None], **attributes) -> np.ndarr
     plan, _pointed_at, dtype = _planned(op_name, inputs, attributes)  # the plan points into these: keep them alive
     storage = engine.ELEMENT_TYPES[ELEMENT_TYPES[dtype]]
     out = _empty_aligned(tuple(plan["out_dims"][0, :plan["out_rank"][0]]), dtype)
-    workspace = np.empty(int(plan["workspace_bytes"][0]) + 64, np.uint8)
+    workspace = _empty_aligned((int(plan["workspace_bytes"][0]),), np.dtype(np.uint8))
     plan["out_address"] = out.view(storage).ctypes.data if out.size else 0
-    plan["workspace"] = (workspace.ctypes.data + 63) // 64 * 64
+    plan["workspace"] = workspace.ctypes.data
     _, start, task, finish = entry_points(op_name)
     address = plan.ctypes.data
     start(address)
