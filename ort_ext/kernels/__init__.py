@@ -182,8 +182,8 @@ def workspace_bytes(op_name: str, inputs: list[np.ndarray | None], **attributes)
 
 
 def _empty_aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
-    """np.empty at a 64-byte boundary, as ONNX Runtime allocates (so that large outputs stream here too, and
-    the workspace's tiles are aligned as in ONNX Runtime)."""
+    """np.empty at a 64-byte boundary, as ONNX Runtime allocates outputs and ort_ext/host.py the workspace, so
+    that this path runs the kernels on the same alignment (large outputs stream here too)."""
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + 64, np.uint8)
     start = -raw.ctypes.data % 64
