@@ -47,7 +47,7 @@ def _split(value: Decimal, bits: int) -> tuple[float, float]:
 
 _LN2_HI_32, _LN2_LO_32 = (np.float32(v) for v in _split(_LN2, 16))  # k*hi exact for |k| < 2**8 in float32
 _LN2_HI_64, _LN2_LO_64 = _split(_LN2, 32)
-LN2_32, LN2_64 = np.float32(float(_LN2)), float(_LN2)
+LN2_64 = float(_LN2)
 _LOG2E_32, _LOG2E_64 = np.float32(float(1 / _LN2)), float(1 / _LN2)
 _SQRT2_32, _SQRT2_64 = np.float32(np.sqrt(2.0)), float(np.sqrt(2.0))
 _SQRT2_M1_64 = float(np.sqrt(2.0) - 1)
