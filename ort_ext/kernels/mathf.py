@@ -249,14 +249,6 @@ def log1p(u):
 
 
 @_inline
-def softplus_parts(x):
-    """(max(x, 0), max(-x, 0), log1p(exp(-|x|))): softplus(x) and softplus(-x) are the sums of the first
-    two with the third, which never overflows and keeps full relative accuracy for large |x|."""
-    zero = like(x, 0)
-    return select(x < zero, zero, x), select(x > zero, zero, -x), log1p_unit(exp(-abs(x)))
-
-
-@_inline
 def sigmoid(x):
     """1 / (1 + exp(-x)) from e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) below, finite and accurate for
     every x (onnxruntime's float32 Sigmoid clamps its input to [-18, 18]; FACTS.md)."""
