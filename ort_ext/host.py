@@ -47,7 +47,8 @@ _CREATE_STATUS, _MUTABLE_DATA, _ELEMENT_TYPE, _DIMS_COUNT, _DIMS, _TYPE_AND_SHAP
 _INPUT_COUNT, _INPUT, _OUTPUT, _RELEASE_INFO, _PARALLEL_FOR = (
     S["KernelContext_GetInputCount"], S["KernelContext_GetInput"], S["KernelContext_GetOutput"],
     S["ReleaseTensorTypeAndShapeInfo"], S["KernelContext_ParallelFor"])
-_OUT_OF_MEMORY = np.frombuffer(b"lossops: out of memory for a kernel's workspace\0", np.uint8).copy()
+_OUT_OF_MEMORY = np.frombuffer(b"lossops: out of memory for a kernel's workspace of ", np.uint8).copy()
+_BYTES = np.frombuffer(b" bytes", np.uint8).copy()
 _COMPUTE = types.int64(types.int64, types.int64)  # OrtStatus* (void* kernel, OrtKernelContext*), as integers
 _WORKER = types.void(types.int64, types.uint64)  # void (void* plan, size_t task)
 
@@ -121,7 +122,10 @@ def compiled(op_name: str) -> tuple[int, int]:
         if w[engine.WORKSPACE_BYTES]:
             workspace = capi.malloc(w[engine.WORKSPACE_BYTES] + 64)
             if workspace == 0:
-                return capi.call(api[_CREATE_STATUS], (np.int64(capi.ORT_FAIL), _OUT_OF_MEMORY.ctypes.data))
+                msg = view(plan + engine.MESSAGE, engine.MESSAGE_BYTES, np.uint8)
+                pos = engine.put_int(msg, engine.put(msg, 0, _OUT_OF_MEMORY), w[engine.WORKSPACE_BYTES])
+                msg[engine.put(msg, pos, _BYTES)] = 0
+                return capi.call(api[_CREATE_STATUS], (np.int64(capi.ORT_FAIL), plan + engine.MESSAGE))
             w[engine.WORKSPACE] = (workspace + 63) // 64 * 64
         engine.start(op, plan)
         tasks = w[engine.NTASKS]

@@ -6,6 +6,11 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests import their helpers as 
 from record import MAX_ULPS
 
 
+def pytest_addoption(parser):
+    parser.addoption("--plans", choices=("cover", "full"), default="cover",
+                     help="test_plans.py: a covering design of the plan thresholds (CI), or their full product")
+
+
 def pytest_terminal_summary(terminalreporter):
     if MAX_ULPS:
         terminalreporter.section("largest error against PyTorch float64, in ulps of the output dtype")

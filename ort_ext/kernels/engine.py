@@ -6,9 +6,10 @@ One call of an operator is carried by a PLAN record in memory the caller owns:
     plan(op)     checks the shapes against the operator's rules (its record's Input.shape), decides the output
                  shape, each operand's layout and the workspace size; or writes an error message
     front end    allocates the output and the workspace
-    start(op)    fills the workspace (repeated runs of broadcast operands, zeroed accumulators)
+    start(op)    fills the workspace (repeated runs of broadcast operands)
     task(op, i)  computes tiles [i * task_tiles, (i + 1) * task_tiles): any thread, any order
-    finish(op)   combines per-tile sums in a fixed order (so results do not depend on the thread count)
+    finish(op)   combines the per-tile (REDUCE) or per-task (SUMBACK) float64 sums in a fixed order; the split
+                 into tasks depends on the shapes only, so results do not depend on the thread count
 
 The front ends are ONNX Runtime's (ort_ext/host.py: compiled, reads OrtValues, runs tasks on the session's
 intra-op pool) and numpy's (`run` in kernels/__init__.py: serial). Each operator supplies only its tile loop
@@ -46,6 +47,12 @@ MESSAGE_BYTES = 2048
 # at 1e7 float32 went from 22 to 36 GB/s and was faster from 3e5 elements up (1.2 MB); below 2 MiB an output
 # may still be in the writing core's L2 when the next node reads it, so smaller ones are stored as usual.
 STREAM_BYTES = 2 << 20
+# A REDUCE call keeps a float64 partial per tile, or per run of tiles where it has more than this many tiles.
+MAX_PARTIALS = 1 << 20
+# A SUMBACK call splits over tasks (one accumulator of the output's size each) only where every task covers at least
+# SUMBACK_SPREAD times the output's elements, and while the accumulators fit in SUMBACK_BYTES.
+SUMBACK_SPREAD = 64
+SUMBACK_BYTES = 32 << 20
 
 # operand kinds (UNREAD: the loop never reads its data, e.g. KlDivBackward's input, or no such input)
 ABSENT, FULL, PERIODIC, GENERAL, UNREAD = 0, 1, 2, 3, 4
@@ -74,7 +81,9 @@ OPERAND = np.dtype([
 PLAN = np.dtype([
     ("status", _i8), ("culprit", _i8), ("other", _i8),
     ("elem_type", _i8), ("itemsize", _i8), ("reduction", _i8), ("log_target", _i8),
-    ("mode", _i8), ("n", _i8), ("ntiles", _i8), ("task_tiles", _i8), ("ntasks", _i8), ("scale", np.float64),
+    ("mode", _i8), ("n", _i8), ("ntiles", _i8), ("task_tiles", _i8), ("ntasks", _i8),
+    ("chunk", _i8),  # REDUCE: consecutive tiles summed into one partial
+    ("scale", np.float64),
     ("out_rank", _i8), ("out_numel", _i8), ("out_address", _i8),
     ("stream", _i8),  # 1: the output is written with non-temporal stores (when its address allows)
     ("workspace", _i8), ("workspace_bytes", _i8), ("partials", _i8), ("accumulator", _i8),
@@ -91,7 +100,7 @@ def _word(dtype: np.dtype, name: str) -> int:
     return dtype.fields[name][1] // 8
 
 
-(STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET, MODE, N, NTILES, TASK_TILES, NTASKS, SCALE,
+(STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
  OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
  OPERANDS) = (_word(PLAN, f) for f in PLAN.names[:-1])
 MESSAGE = PLAN.fields["message"][1]  # in bytes
@@ -146,7 +155,7 @@ _OPEN, _CLOSE, _COMMA, _COMMA_CLOSE = _b("("), _b(")"), _b(", "), _b(",)")
 
 
 @_jit
-def _put(msg, pos, src):
+def put(msg, pos, src):
     for k in range(src.size):
         if pos < msg.size - 1:
             msg[pos] = src[k]
@@ -171,10 +180,10 @@ def _put_name(msg, pos, names, which):
 
 
 @_jit
-def _put_int(msg, pos, value):
+def put_int(msg, pos, value):
     digits = view(stack(24), 24, np.uint8)
     if value < 0:
-        pos = _put(msg, pos, _MINUS)
+        pos = put(msg, pos, _MINUS)
         value = -value
     n = 0
     while True:
@@ -192,12 +201,12 @@ def _put_int(msg, pos, value):
 
 @_jit
 def _put_shape(msg, pos, dims, rank):
-    pos = _put(msg, pos, _OPEN)
+    pos = put(msg, pos, _OPEN)
     for d in range(rank):
         if d:
-            pos = _put(msg, pos, _COMMA)
-        pos = _put_int(msg, pos, dims[d])
-    return _put(msg, pos, _COMMA_CLOSE if rank == 1 else _CLOSE)
+            pos = put(msg, pos, _COMMA)
+        pos = put_int(msg, pos, dims[d])
+    return put(msg, pos, _COMMA_CLOSE if rank == 1 else _CLOSE)
 
 
 @_jit
@@ -222,43 +231,43 @@ def _describe(w, address, names, full):
     dims = w[a + O_DIMS:a + O_DIMS + MAX_RANK]
     pos = _put_name(msg, 0, names, 0)
     if status == MISSING:
-        pos = _put(msg, pos, _REQUIRED)
+        pos = put(msg, pos, _REQUIRED)
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = _put(msg, pos, _IS_MISSING)
+        pos = put(msg, pos, _IS_MISSING)
     elif status == WRONG_TYPE:
-        pos = _put(msg, pos, _COLON_INPUT)
+        pos = put(msg, pos, _COLON_INPUT)
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = _put(msg, pos, _HAS_TYPE)
+        pos = put(msg, pos, _HAS_TYPE)
         pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[a + O_ELEM_TYPE]))
-        pos = _put(msg, pos, _EXPECTED)
+        pos = put(msg, pos, _EXPECTED)
         pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[ELEM_TYPE]))
-        pos = _put(msg, pos, _LIKE_T)
+        pos = put(msg, pos, _LIKE_T)
     elif status == NOT_EXACT or status == NOT_FITS:
-        pos = _put(msg, pos, _COLON_INPUT)
+        pos = put(msg, pos, _COLON_INPUT)
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = _put(msg, pos, _HAS_SHAPE)
+        pos = put(msg, pos, _HAS_SHAPE)
         pos = _put_shape(msg, pos, dims, w[a + O_RANK])
-        pos = _put(msg, pos, _EXACTLY if status == NOT_EXACT else _FITS_TO)
+        pos = put(msg, pos, _EXACTLY if status == NOT_EXACT else _FITS_TO)
         pos = _put_shape(msg, pos, full, full_rank)
     elif status == NOT_BROADCAST:
         b = _operand(other)
-        pos = _put(msg, pos, _INPUTS)
+        pos = put(msg, pos, _INPUTS)
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = _put(msg, pos, _QUOTE_SPACE)
+        pos = put(msg, pos, _QUOTE_SPACE)
         pos = _put_shape(msg, pos, dims, w[a + O_RANK])
-        pos = _put(msg, pos, _AND)
+        pos = put(msg, pos, _AND)
         pos = _put_name(msg, pos, names, 1 + other)
-        pos = _put(msg, pos, _QUOTE_SPACE)
+        pos = put(msg, pos, _QUOTE_SPACE)
         pos = _put_shape(msg, pos, w[b + O_DIMS:b + O_DIMS + MAX_RANK], w[b + O_RANK])
-        pos = _put(msg, pos, _NOT_BROADCAST)
+        pos = put(msg, pos, _NOT_BROADCAST)
     elif status == TOO_MANY_DIMS:
-        pos = _put(msg, pos, _COLON_INPUT)
+        pos = put(msg, pos, _COLON_INPUT)
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = _put(msg, pos, _HAS_RANK)
-        pos = _put_int(msg, pos, w[a + O_RANK])
-        pos = _put(msg, pos, _MAX_DIMS)
+        pos = put(msg, pos, _HAS_RANK)
+        pos = put_int(msg, pos, w[a + O_RANK])
+        pos = put(msg, pos, _MAX_DIMS)
     else:
-        pos = _put(msg, pos, _TOO_LARGE)
+        pos = put(msg, pos, _TOO_LARGE)
     msg[pos] = 0
     return status
 
@@ -371,9 +380,22 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
     for j in range(MAX_INPUTS):
         if not reads[j]:
             w[_operand(j) + O_KIND] = UNREAD
+    # The split into tasks depends on the shapes only, never on the thread count, so neither do the sums.
     ntiles = (w[N] + TILE - 1) // TILE
-    w[NTILES], w[TASK_TILES] = ntiles, task_tiles
-    w[NTASKS] = min(ntiles, 1) if w[MODE] == SUMBACK else (ntiles + task_tiles - 1) // task_tiles
+    chunk = 1  # REDUCE: tiles per partial sum; more than 1 only where per-tile partials would outgrow MAX_PARTIALS
+    if w[MODE] == REDUCE and ntiles > MAX_PARTIALS:
+        chunk = (ntiles + MAX_PARTIALS - 1) // MAX_PARTIALS
+        task_tiles = (task_tiles + chunk - 1) // chunk * chunk  # a partial belongs to one task
+    ntasks = (ntiles + task_tiles - 1) // task_tiles
+    if w[MODE] == SUMBACK and ntasks > 1:
+        # Each task sums into an accumulator of its own, added in task order by finish: more than one only where
+        # every task covers SUMBACK_SPREAD times the output (the accumulators cost zeroing and adding) and they fit
+        # in SUMBACK_BYTES.
+        most = min(w[N] // (SUMBACK_SPREAD * out_numel), SUMBACK_BYTES // (8 * out_numel))
+        ntasks = max(1, min(ntasks, most))
+        task_tiles = (ntiles + ntasks - 1) // ntasks
+        ntasks = (ntiles + task_tiles - 1) // task_tiles
+    w[NTILES], w[TASK_TILES], w[NTASKS], w[CHUNK] = ntiles, task_tiles, ntasks, chunk
 
     nbytes = 0
     for j in range(n_inputs):
@@ -383,10 +405,10 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
             nbytes += ((TILE + w[a + O_PERIOD]) * w[ITEMSIZE] + 63) // 64 * 64
     w[PARTIALS] = nbytes
     if w[MODE] == REDUCE:
-        nbytes += 8 * max(ntiles, 1)
+        nbytes += 8 * max((ntiles + chunk - 1) // chunk, 1)
     w[ACCUMULATOR] = nbytes
     if w[MODE] == SUMBACK:
-        nbytes += 8 * out_numel
+        nbytes += 8 * out_numel * max(ntasks, 1)
     w[WORKSPACE_BYTES] = nbytes
     w[STATUS] = OK
     return OK
@@ -610,6 +632,10 @@ def _task_for(op_name: str):
         scale = compute(view(address, PLAN_WORDS, np.float64)[SCALE])
         mode, n, itemsize, flag = w[MODE], w[N], w[ITEMSIZE], w[LOG_TARGET]
         streams = w[STREAM] != 0 and w[OUT_ADDRESS] % 32 == 0  # ORT's buffers are 64-byte aligned; numpy's may not be
+        acc = view(w[WORKSPACE] + w[ACCUMULATOR] + 8 * i * w[OUT_NUMEL], w[OUT_NUMEL], np.float64)
+        if mode == SUMBACK:  # this task's own accumulator
+            for k in range(acc.size):
+                acc[k] = 0.0
         for t in range(first, last):
             lo = t * TILE
             m = min(TILE, n - lo)
@@ -633,9 +659,13 @@ def _task_for(op_name: str):
                 continue
             tile(v0, v1, v2, v3, v4, result, m, scale, flag, tmp)
             if mode == REDUCE:
-                view(w[WORKSPACE] + w[PARTIALS], w[NTILES], np.float64)[t] = tile_sum(result, m)
+                chunk = w[CHUNK]
+                partials = view(w[WORKSPACE] + w[PARTIALS], (w[NTILES] + chunk - 1) // chunk, np.float64)
+                if t % chunk == 0:
+                    partials[t // chunk] = tile_sum(result, m)
+                else:
+                    partials[t // chunk] += tile_sum(result, m)
             else:
-                acc = view(w[WORKSPACE] + w[ACCUMULATOR], w[OUT_NUMEL], np.float64)
                 _scatter_add(w, _operand(principal), lo, m, result, acc)
         if streams:
             stream_fence()
@@ -665,10 +695,6 @@ def _start(address, n_inputs, dtype):
             for k in range(step):
                 run[filled + k] = run[k]
             filled += step
-    if w[MODE] == SUMBACK:
-        acc = view(w[WORKSPACE] + w[ACCUMULATOR], w[OUT_NUMEL], np.float64)
-        for k in range(acc.size):
-            acc[k] = 0.0
 
 
 @_jit
@@ -676,17 +702,22 @@ def _finish(address, principal, dtype):
     w = view(address, PLAN_WORDS, np.int64)
     out = view(w[OUT_ADDRESS], w[OUT_NUMEL], dtype)
     if w[MODE] == REDUCE:
-        total = pairwise(view(w[WORKSPACE] + w[PARTIALS], max(w[NTILES], 1), np.float64), w[NTILES])
+        nparts = (w[NTILES] + w[CHUNK] - 1) // w[CHUNK]
+        total = pairwise(view(w[WORKSPACE] + w[PARTIALS], max(nparts, 1), np.float64), nparts)
         s = _operand(principal)
         if w[REDUCTION] == _MEAN:
             total = total / w[N]  # 0/0 for an empty input: NaN, as PyTorch
         elif w[REDUCTION] == _BATCHMEAN and w[s + O_RANK] > 0:
             total = total / w[s + O_DIMS]  # PyTorch divides by input's first dimension; not at all at rank 0
         store_rounded(out, 0, total)
-    elif w[MODE] == SUMBACK:
-        acc = view(w[WORKSPACE] + w[ACCUMULATOR], w[OUT_NUMEL], np.float64)
-        for k in range(acc.size):
-            store_rounded(out, k, acc[k])
+    elif w[MODE] == SUMBACK:  # the tasks' accumulators, added in task order
+        numel = w[OUT_NUMEL]
+        acc = view(w[WORKSPACE] + w[ACCUMULATOR], numel * max(w[NTASKS], 1), np.float64)
+        for k in range(numel):
+            total = 0.0
+            for i in range(w[NTASKS]):
+                total += acc[i * numel + k]
+            store_rounded(out, k, total)
 
 
 # --- the entry points, per operator (resolved at compile time from the literal operator name) --------------

@@ -1,0 +1,245 @@
+"""A differential test at the sizes where the kernels' engine changes its plan.
+
+The engine splits a call into tiles of TILE elements, groups tiles into tasks (the unit a thread takes), streams
+large elementwise outputs past the cache, reads a broadcast operand as a repeated run only while its period fits
+in a tile, and splits a sum back over broadcast axes into tasks with accumulators of their own once the work is
+large enough. Each threshold is read from the engine, and every operator is run on shapes just below, at and
+above it: on the kernels inside onnxruntime (the session's threads), on the kernels' serial numpy front end
+(bit-identical: results must not depend on the thread count) and on the standard-op decomposition in a plain
+onnxruntime, the first and last held to PyTorch float64 under the conformance tolerance.
+
+The matrix covers every (operator, dtype, reduction, attribute value, operand layout) once, at a threshold
+chosen by rotation, and every (operator, threshold, side, dtype) once, with the layout rotated. `pytest
+--plans=full` runs the whole product instead (for a nightly run: tens of minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from lossops import opset
+from lossops.conformance.backends import BACKENDS
+from lossops.conformance.cases import DTYPES, Spec, np_dtype, spec_case
+from lossops.conformance.tolerance import compare
+from lossops.opset.spec import BROADCAST, EXACT, LOG_PROBABILITY, POSITIVE, PROBABILITY
+from lossops.ort_ext.kernels import KERNELS, _planned, engine, run
+from lossops.ort_ext.kernels.native import STREAMING_STORES
+
+from record import MAX_ULPS
+
+# Operand layouts of the inputs that broadcast (the engine's FULL, PERIODIC and GENERAL kinds, an absent
+# optional input) and, for KlDivBackward, the input that target broadcasts up (the engine's SUMBACK).
+FITS_LAYOUTS = ("full", "per-class", "per-row", "scalar", "absent")
+SUMBACK_LAYOUTS = ("sum-rows", "sum-columns", "sum-added-axis")
+
+
+@dataclass(frozen=True)
+class Point:
+    """A size to test: F's element count n, split as rows x columns (columns: the class axis)."""
+
+    name: str
+    rows: int
+    columns: int
+
+    @property
+    def n(self) -> int:
+        return self.rows * self.columns
+
+
+def _split(name: str, n: int, columns: int = 0) -> Point:
+    """n as rows x columns, with the largest column count up to 1500 that divides it (n itself when prime)."""
+    if not columns:
+        columns = next((c for c in range(min(n, 1500), 0, -1) if n % c == 0 and c > 1), 1)
+        if columns == 1:
+            columns = n
+    return Point(name, n // columns, columns)
+
+
+def thresholds(op_name: str, dtype: str) -> list[Point]:
+    """The sizes where the engine's plan for `op_name` changes, each just below, at and just above."""
+    task = KERNELS[op_name].task_tiles * engine.TILE
+    stream = engine.STREAM_BYTES // np_dtype(dtype).itemsize
+    # tiles; tasks (one, two, three: more tasks than this machine's threads); an elementwise output of STREAM_BYTES
+    bounds = {"tile": engine.TILE, "task": task, "tasks-2": 2 * task, "tasks-3": 3 * task, "stream": stream}
+    points = [_split(f"{name}{side:+d}", limit + side) for name, limit in bounds.items() for side in (-1, 0, 1)]
+    # a per-class operand is read as a run while its period fits in a tile, gathered past it
+    return points + [Point(f"period-{c}", 3 * task // c + 1, c) for c in (engine.TILE, engine.TILE + 1)]
+
+
+def sumback_points() -> list[Point]:
+    """KlDivBackward's sum back over broadcast axes: one task up to SUMBACK_SPREAD times the output, split
+    past it; the 64-tile task boundary that once ended the sum early."""
+    task = KERNELS["KlDivBackward"].task_tiles * engine.TILE
+    c = 1024
+    rows = {"task": task // c, "spread": 2 * engine.SUMBACK_SPREAD, "spread-3": 3 * engine.SUMBACK_SPREAD}
+    return [Point(f"sumback-{name}{side:+d}", r + side, c) for name, r in rows.items() for side in (-1, 0, 1)]
+
+
+def _values(r: np.random.Generator, domain: str, shape: tuple[int, ...]) -> np.ndarray:
+    if domain == PROBABILITY:
+        return r.uniform(0.02, 0.98, shape)
+    if domain == POSITIVE:
+        return r.uniform(0.3, 2.0, shape)
+    if domain == LOG_PROBABILITY:
+        return np.log(r.uniform(0.01, 1.0, shape))
+    return r.normal(scale=3, size=shape)
+
+
+def layouts(op_name: str) -> tuple[str, ...]:
+    return FITS_LAYOUTS + (SUMBACK_LAYOUTS if op_name == "KlDivBackward" else ())
+
+
+def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spec:
+    """One node on `point`'s shape: inputs that broadcast take `layout`; grad_output is a scalar where the
+    loss was reduced. A sum-back layout shrinks `input` instead (target keeps the full shape)."""
+    op = opset.get(op_name)
+    r = np.random.default_rng(seed)
+    full = (point.rows, point.columns)
+    forms = {"full": full, "per-class": (point.columns,), "per-row": (point.rows, 1), "scalar": (), "absent": None}
+    shrunk = {"sum-rows": (1, point.columns), "sum-columns": (point.rows, 1), "sum-added-axis": (point.columns,)}
+    principal = shrunk.get(layout, full)
+    inputs = []
+    for i in op.inputs:
+        if i.name == "input":
+            shape = principal
+        elif i.shape == EXACT or (i.shape == BROADCAST and layout in shrunk):
+            shape = full
+        elif i.name == "grad_output" and attrs.get("reduction", "mean") != "none" and op.output_shape == "input":
+            shape = ()  # the gradient of a reduced loss
+        elif layout in shrunk:
+            shape = full if i.name == "grad_output" else None if i.optional else ()
+        else:
+            shape = forms[layout] if (i.optional or layout != "absent") else full
+        domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
+        inputs.append(None if shape is None else _values(r, domain, shape))
+    n = point.n
+    out = int(np.prod(principal))
+    reduced = op.reduces and attrs.get("reduction", "mean") != "none"
+    summed = n if reduced else (n // max(out, 1) if op.output_shape == "input" and out < n else 0)
+    return Spec(f"{op_name}_{point.name}_{layout}", op_name, inputs, attrs, summed)
+
+
+def attribute_sets(op_name: str) -> list[dict]:
+    attributes = opset.get(op_name).attributes
+    return [dict(zip([a.name for a in attributes], values, strict=True))
+            for values in itertools.product(*(a.allowed for a in attributes))]
+
+
+def matrix(full: bool) -> list[tuple[str, Point, str, dict, str]]:
+    """(operator, point, layout, attributes, dtype) cases: a covering design, or the whole product."""
+    cases = []
+    for op_name in opset.OPS:
+        sizes = {d: thresholds(op_name, d) for d in DTYPES}
+        extra = sumback_points() if op_name == "KlDivBackward" else []
+        if full:
+            for d, attrs, layout in itertools.product(DTYPES, attribute_sets(op_name), layouts(op_name)):
+                for point in (extra if layout in SUMBACK_LAYOUTS else sizes[d]):
+                    cases.append((op_name, point, layout, attrs, d))
+            continue
+        turn = itertools.count()
+        for attrs, layout, d in itertools.product(attribute_sets(op_name), layouts(op_name), DTYPES):
+            points = extra if layout in SUMBACK_LAYOUTS else sizes[d]
+            cases.append((op_name, points[next(turn) % len(points)], layout, attrs, d))
+        turn = itertools.count()
+        attribute_list = attribute_sets(op_name)
+        for d in DTYPES:
+            for point in sizes[d]:
+                k = next(turn)
+                cases.append((op_name, point, FITS_LAYOUTS[k % len(FITS_LAYOUTS)],
+                              attribute_list[k % len(attribute_list)], d))
+        for k, point in enumerate(extra):
+            cases.append((op_name, point, SUMBACK_LAYOUTS[k % 3], attribute_list[k % len(attribute_list)],
+                          DTYPES[k % len(DTYPES)]))
+    return cases
+
+
+def pytest_generate_tests(metafunc):
+    if "plan_case" in metafunc.fixturenames:
+        cases = matrix(metafunc.config.getoption("plans") == "full")
+        ids = [f"{op}-{p.name}-{layout}-{'-'.join(map(str, a.values()))}-{d}" for op, p, layout, a, d in cases]
+        metafunc.parametrize("plan_case", cases, ids=ids)
+
+
+def test_kernels_match_decomposition_and_pytorch_across_plans(plan_case):
+    op_name, point, layout, attrs, dtype = plan_case
+    s = spec(op_name, point, layout, attrs, seed=point.n)
+    case = spec_case(s, dtype)
+    inputs = [None if a is None else a.astype(np_dtype(dtype)) for a in s.inputs]
+    in_ort = BACKENDS["kernels"](case.model, case.inputs)
+    serial = run(op_name, inputs, **attrs)
+    assert in_ort.tobytes() == serial.tobytes(), "the kernels inside onnxruntime differ from the serial front end"
+    for backend, got in (("kernels", in_ort), ("decomposition", BACKENDS["decomposition"](case.model, case.inputs))):
+        ok, ulps, message = case.check(got)
+        MAX_ULPS[(f"plans-{backend}", dtype)] = max(MAX_ULPS[(f"plans-{backend}", dtype)],
+                                                    ulps if np.isfinite(ulps) else 0)
+        assert ok, f"{backend}: {message}"
+
+
+def test_matrix_crosses_every_threshold():
+    """The covering design reaches each threshold from both sides in every dtype, every layout of every
+    operator, and the plans it is meant to: several tasks, streamed stores, periodic and gathered operands,
+    sum-backs in one task and in several."""
+    cases = matrix(full=False)
+    for op_name in opset.OPS:
+        mine = [c for c in cases if c[0] == op_name]
+        for d in DTYPES:
+            assert {p.name for _, p, _, _, dd in mine if dd == d} >= {p.name for p in thresholds(op_name, d)}
+        assert {layout for _, _, layout, _, _ in mine} == set(layouts(op_name))
+    seen = set()
+    for op_name, point, layout, attrs, dtype in cases:
+        s = spec(op_name, point, layout, attrs, seed=0)
+        plan = _planned(op_name, [None if a is None else a.astype(np_dtype(dtype)) for a in s.inputs], attrs)[0][0]
+        kinds = {int(k) for k in plan["operands"]["kind"]}
+        seen.add(("tasks>1", int(plan["ntasks"]) > 1))
+        seen.add(("stream", bool(plan["stream"])))
+        seen |= {("periodic", engine.PERIODIC in kinds), ("general", engine.GENERAL in kinds)}
+        if plan["mode"] == engine.SUMBACK:
+            seen.add(("sumback-tasks>1", int(plan["ntasks"]) > 1))
+    expected = {(name, flag) for name in ("tasks>1", "periodic", "general", "sumback-tasks>1", "stream")
+                for flag in (True, False)}
+    if not STREAMING_STORES:  # not x86-64: no streamed stores
+        expected.discard(("stream", True))
+    assert seen >= expected
+
+
+@pytest.mark.parametrize("op_name", ["KlDiv", "KlDiv-mean", "KlDivBackward"])
+def test_more_than_2_to_31_elements(op_name, request):
+    """A computed shape of 2**31 + 2**16 elements through broadcasting (an element count past int32), on the
+    kernels inside onnxruntime: KlDiv's float16 output has that many elements (4 GiB); its mean sums them
+    (over 2**20 tiles: partial sums of several tiles each); KlDivBackward sums them back to a (2**16, 1)
+    input. Held to the formula in float64, a block of rows at a time (PyTorch would need 16 GiB for the
+    float64 copy). In the full setting only: it takes minutes and about 10 GiB."""
+    if request.config.getoption("plans") != "full":
+        pytest.skip("a nightly case: run with --plans=full")
+    rows, columns = 1 << 16, (1 << 15) + 1
+    r = np.random.default_rng(31)
+    x = np.log(r.uniform(0.01, 1, size=(rows, 1))).astype(np.float16)
+    t = r.uniform(0.01, 1, size=(1, columns)).astype(np.float16)
+    x64, t64 = x.astype(np.float64), t.astype(np.float64)
+    if op_name == "KlDiv-mean":
+        spec_ = Spec("huge", "KlDiv", [x64, t64], {"reduction": "mean", "log_target": 0})
+        got = BACKENDS["kernels"](spec_case(spec_, "float16").model, [x, t])
+        # sum over i, j of t_j (log t_j - x_i), divided by the count
+        total = rows * float((t64 * np.log(t64)).sum()) - float(t64.sum()) * float(x64.sum())
+        ok, _, message = compare(got, np.array(total / (rows * columns)), "float16", rows * columns)
+        assert ok, message
+    elif op_name == "KlDiv":
+        spec_ = Spec("huge", op_name, [x64, t64], {"reduction": "none", "log_target": 0})
+        got = BACKENDS["kernels"](spec_case(spec_, "float16").model, [x, t])
+        assert got.shape == (rows, columns)
+        block = 256
+        for lo in range(0, rows, block):
+            expected = t64 * (np.log(t64) - x64[lo:lo + block])
+            ok, _, message = compare(got[lo:lo + block], expected, "float16")
+            assert ok, f"rows {lo}+: {message}"
+    else:
+        g = np.array(1.5, np.float16)
+        spec_ = Spec("huge", op_name, [np.float64(1.5), x64, t64], {"reduction": "sum", "log_target": 0}, columns)
+        got = BACKENDS["kernels"](spec_case(spec_, "float16").model, [g, x, t])
+        expected = np.broadcast_to(-1.5 * t64.sum(), (rows, 1))  # -t * g summed over the columns
+        ok, _, message = compare(got, expected, "float16", columns)
+        assert ok, message
