@@ -193,3 +193,44 @@ def test_rank_beyond_numpy(mode):
             session.run_with_ort_values(None, feeds)
     else:  # onnxruntime itself takes it
         assert session.run_with_ort_values(None, feeds)[0].shape() == [1] * 65
+
+
+def _read_only_run(script: str) -> subprocess.CompletedProcess:
+    """`script` in a process that sees the lossops package and every home directory read-only, with HOME and
+    NUMBA_CACHE_DIR unset (a container image built as root and run as another user): a private mount namespace
+    with read-only bind mounts. Skipped, saying so, where this process may not make one (not root)."""
+    import os
+    import pwd
+    import shutil
+    from pathlib import Path
+
+    import lossops
+
+    package = str(Path(lossops.__file__).resolve().parent)
+    homes = sorted({pwd.getpwuid(os.getuid()).pw_dir, os.path.expanduser("~")} - {"/"})
+    binds = " && ".join(f"mount --bind -o ro {p} {p}" for p in [package, *homes] if os.path.isdir(p))
+    probe = ["unshare", "-m", "sh", "-c", "mount --bind -o ro /tmp /tmp"]
+    if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode != 0:
+        pytest.skip("making the package read-only needs `unshare -m` with CAP_SYS_ADMIN (root), absent here")
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    command = f'{binds} && exec "$0" -c "$1"'
+    return subprocess.run(["unshare", "-m", "sh", "-c", command, sys.executable, textwrap.dedent(script)],
+                          capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_read_only_package_and_no_home():
+    """Import, session and run work with nothing writable but the temporary directory; the process says in
+    one line that it compiles without a cache."""
+    done = _read_only_run("""
+        import numpy as np
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        x, t = np.zeros((1, 4), np.float32), np.ones((3, 4), np.float32)
+        model, feeds = node_model("KlDivBackward", [np.array(2.0, np.float32), x, t], "float32",
+                                  {"reduction": "sum"})
+        print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist())
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[[-6.0, -6.0, -6.0, -6.0]]"  # -t * g summed over the 3 rows
+    notes = [line for line in done.stderr.splitlines() if line.startswith("lossops:")]
+    assert len(notes) == 1 and "no writable cache directory" in notes[0], done.stderr[-3000:]

@@ -19,9 +19,14 @@ Other packages' functions keep numba's own locators.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
+import os
 import pickle
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
 from numba.core import caching
@@ -48,11 +53,18 @@ def _ours(py_file: str) -> bool:
 
 
 class _Stamped:
-    """A numba locator whose source stamp covers all of lossops' compiled sources, and whose files are the
-    function's closure's own, for lossops' files only."""
+    """A numba locator whose source stamp covers all of lossops' compiled sources, whose files are the
+    function's closure's own, for lossops' files only, and whose directory is the stamp's own."""
 
     def get_source_stamp(self):
         return source_hash()
+
+    def get_cache_path(self):
+        # numba writes an entry's index before its data file, and names data files by a counter that restarts
+        # when the stamp changes: a process reading between another's two writes took the previous version's
+        # machine code under the new stamp (seen under pytest -n 2 after an edit: garbage from the old record
+        # layout). A directory per stamp holds no file of any other version.
+        return os.path.join(super().get_cache_path(), f"lossops-{source_hash().hex()[:16]}")
 
     def get_disambiguator(self):
         cells = self._py_func.__closure__ or ()
@@ -83,6 +95,38 @@ class UserProvided(_Stamped, caching.UserProvidedCacheLocator):
     """In NUMBA_CACHE_DIR, when it is set (numba's own order: it wins)."""
 
 
+class ProcessOnly(_Stamped, caching._CacheLocator):
+    """Last resort, where no other locator can write (package read-only, HOME unset or read-only, no
+    NUMBA_CACHE_DIR): a directory of this process's own, removed at exit. Nothing outlives the process, so
+    every process compiles; it says so once."""
+
+    _path: str | None = None
+
+    def __init__(self, py_func, py_file):
+        self._py_func = py_func
+        self._lineno = py_func.__code__.co_firstlineno
+        self._source_path = py_file
+
+    def get_cache_path(self) -> str:  # a new directory per process: no other version's files in it
+        if ProcessOnly._path is None:
+            ProcessOnly._path = tempfile.mkdtemp(prefix="lossops-kernels-")
+            atexit.register(shutil.rmtree, ProcessOnly._path, True)
+            print("lossops: no writable cache directory (the package is read-only and neither NUMBA_CACHE_DIR nor "
+                  "a writable HOME is set): the kernels are compiled anew in this process", file=sys.stderr)
+        return ProcessOnly._path
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        if not _ours(py_file):
+            return None
+        locator = cls(py_func, py_file)
+        try:
+            locator.ensure_cache_path()
+        except OSError:
+            return None
+        return locator
+
+
 def install() -> None:
     """Put lossops' locators first in numba's list (idempotent), and take the source stamp now, as the
     modules are imported: a stamp taken at the first compile read files that may have changed since the
@@ -94,3 +138,5 @@ def install() -> None:
     for locator in (UserWide, InTree, UserProvided):  # inserted at 0 in reverse: UserProvided ends first
         if locator not in classes:
             classes.insert(0, locator)
+    if ProcessOnly not in classes:
+        classes.append(ProcessOnly)
