@@ -33,7 +33,16 @@ def _t(a: np.ndarray | None) -> torch.Tensor | None:
 @oracle("BinaryCrossEntropyWithLogits")
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, *, reduction):
     x, y, w, p = map(_t, (input, target, weight, pos_weight))
-    return F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p, reduction=reduction).numpy()
+    loss = F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p, reduction="none")
+    # lossops' one departure from PyTorch (the operator's doc): at an infinite logit with a finite target the
+    # loss's limit, the coefficient of x's side times inf (0 where it is 0), where PyTorch's formula gives NaN
+    one = torch.ones((), dtype=torch.float64)
+    side = torch.where(x > 0, 1 - y, (one if p is None else p) * y)
+    limit = torch.where(side == 0, 0.0, side * torch.inf)
+    if w is not None:
+        limit = torch.where(w == 0, 0.0, limit * w)
+    loss = torch.where(torch.isinf(x) & torch.isfinite(y), limit.expand(loss.shape), loss)
+    return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction].numpy()
 
 
 @oracle("BinaryCrossEntropyBackward")

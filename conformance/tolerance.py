@@ -110,8 +110,10 @@ def oracle_error(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
     x, y, w, p = (None if a is None else np.asarray(a, np.float64) for a in inputs)
     w = 1.0 if w is None else np.abs(w)
     p = 1.0 if p is None else p
-    magnitude = (np.abs((1 - y) * x) + np.abs(1 + (p - 1) * y) * np.logaddexp(0, -x)) * w
-    bound = 4 * np.finfo(np.float64).eps * magnitude
+    with np.errstate(all="ignore"):
+        magnitude = (np.abs((1 - y) * x) + np.abs(1 + (p - 1) * y) * np.logaddexp(0, -x)) * w
+    # none where the terms are infinite: the expected value there is a limit (exact) or itself not finite
+    bound = np.where(np.isfinite(magnitude), 4 * np.finfo(np.float64).eps * magnitude, 0.0)
     if attrs["reduction"] == "none":
         return bound
     return float(bound.sum() / (max(bound.size, 1) if attrs["reduction"] == "mean" else 1))
@@ -135,7 +137,8 @@ def term_magnitude(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
         g, x, y, w, p = (None if a is None else np.asarray(a, np.float64) for a in inputs)
         p = 1.0 if p is None else p
         w = 1.0 if w is None else np.abs(w)
-        terms = (np.abs(p * y + 1 - y) + np.abs(p * y)) * np.abs(g) * w
+        with np.errstate(all="ignore"):  # infinite targets: the expected value is itself infinite
+            terms = (np.abs(p * y + 1 - y) + np.abs(p * y)) * np.abs(g) * w
         if attrs["reduction"] == "mean":
             terms = terms / max(np.asarray(x).size, 1)
         return np.broadcast_to(terms, np.asarray(x).shape)

@@ -16,10 +16,18 @@ which equals `-w * (p * y * log(sigmoid(x)) + (1 - y) * log(1 - sigmoid(x)))` an
 non-negative, so nothing cancels, and `softplus(x) = max(x, 0) + log1p(exp(-|x|))` never overflows.
 `mean` divides the sum by the number of elements of `input` (NaN for an empty `input`, as PyTorch);
 `sum` of an empty `input` is 0. float16 and bfloat16 are computed in float32 and rounded once.
-Infinities: an infinite logit gives the loss's limit, +inf where its term's coefficient is positive and 0
-where that coefficient is 0 (a zero weight, target or pos_weight times an infinite softplus is 0): at
-x = -inf, y > 0 the loss is +inf (PyTorch: NaN). An infinite `target` is outside [0, 1] and gives NaN
-(PyTorch: -inf or +inf by the sign of x).
+The coefficient `(1 - y) + p * y` is computed as `1 + (p - 1) * y`, so a target far outside [0, 1] does
+not cancel it (x = 0, y = 3.4e38 gives log 2, as PyTorch).
+
+Infinities and overflow, decided against PyTorch:
+- An infinite logit gives the loss's limit: +inf where its term's coefficient is positive, 0 where that
+  coefficient is 0 (a zero weight, `1 - y` or `p * y` times an infinite softplus is 0). PyTorch returns NaN
+  at every infinite logit with a finite target (its formula computes 0 * inf or inf - inf there; the aclnn
+  kernel uses the same formula): at x = -inf, y = 0 lossops gives 0, at y > 0 +inf.
+- An infinite `target` gives what PyTorch gives: the loss is linear in `y`, so -inf or +inf by the sign of
+  its slope, and NaN where that slope is 0 (x = 0 with no `pos_weight`).
+- A loss that is finite is returned even where PyTorch overflows in an intermediate (x = -1.7e308,
+  y = 0.5, p = 2 in float64 is 1.7e308; PyTorch: inf).
 """
 
 
@@ -40,13 +48,20 @@ def log1p_exp_neg_abs(b: Builder, x: str) -> str:
 def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str) -> str:
     input, target, weight, pos_weight = b.checked([input, target, weight, pos_weight])
     x, y = b.to_compute(input), b.to_compute(target)
+    # softplus(x) = relu(x) + e and softplus(-x) = relu(-x) + e, e = log1p(exp(-|x|)): the loss is the
+    # coefficient of the side x is on times |x|, plus (1 - y + p * y) * e, that sum written 1 + (p - 1) * y
+    # so that it does not cancel for a large target
     e = log1p_exp_neg_abs(b, x)
-    softplus_x = b.op("Add", b.op("Relu", x), e)
-    softplus_neg_x = b.op("Add", b.op("Relu", b.op("Neg", x)), e)
-    # each term is 0 where its coefficient is, also where softplus is inf (x = +-inf): the loss's limit
-    a, p_y = b.op("Sub", b.const(1.0), y), b.times(y, pos_weight)
-    loss = b.op("Add", b.unless_zero(a, b.op("Mul", a, softplus_x)),
-                b.unless_zero(p_y, b.op("Mul", p_y, softplus_neg_x)))
+    one_minus_y, p_y = b.op("Sub", b.const(1.0), y), b.times(y, pos_weight)
+    side = b.op("Where", b.op("Greater", x, b.const(0.0)), one_minus_y, p_y)
+    # a term is 0 where a factor is, also where the other is inf: the limit at x = +-inf, and no NaN from
+    # (p - 1) * y at p = 1 with an infinite target
+    linear = b.unless_zero(side, b.op("Mul", side, b.op("Abs", x)))
+    if pos_weight:
+        p_minus_1 = b.op("Sub", b.to_compute(pos_weight), b.const(1.0))
+        s = b.op("Add", b.const(1.0), b.unless_zero(p_minus_1, b.op("Mul", p_minus_1, y)))
+        e = b.unless_zero(e, b.op("Mul", s, e))
+    loss = b.op("Add", linear, e)
     if weight:
         w = b.to_compute(weight)
         loss = b.unless_zero(w, b.op("Mul", loss, w))

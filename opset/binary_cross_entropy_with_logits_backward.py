@@ -13,7 +13,8 @@ to `input`:
     grad_input = grad_output * weight * ((pos_weight * target + 1 - target) * sigmoid(input) - pos_weight * target)
 
 divided by the number of elements of `input` for `mean` (PyTorch's formula; it has no aten operator).
-float16 and bfloat16 compute in float32.
+float16 and bfloat16 compute in float32. `pos_weight * target + 1 - target` is computed as
+`1 + (pos_weight - 1) * target`, so an infinite target gives -inf or +inf as in PyTorch, not NaN.
 """
 
 
@@ -26,7 +27,11 @@ def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str
     one = b.const(1.0)
     sigmoid = b.op("Div", b.op("Where", b.op("Less", x, b.const(0.0)), e, one), b.op("Add", one, e))
     p_y = b.times(y, pos_weight)
-    grad = b.op("Sub", b.op("Mul", b.op("Add", b.op("Sub", p_y, y), one), sigmoid), p_y)
+    s = one  # p * y + 1 - y, as 1 + (p - 1) * y: no inf - inf at p = 1 with an infinite target
+    if pos_weight:
+        p_minus_1 = b.op("Sub", b.to_compute(pos_weight), one)
+        s = b.op("Add", one, b.unless_zero(p_minus_1, b.op("Mul", p_minus_1, y)))
+    grad = b.op("Sub", b.op("Mul", s, sigmoid), p_y)
     grad = b.times(b.op("Mul", grad, g), weight)
     return b.mean_gradient(grad, input, x)
 

@@ -160,11 +160,12 @@ def test_cli_one_line_errors(tmp_path):
 
 def test_infinities_follow_the_documented_limits():
     """BinaryCrossEntropyWithLogits' doc: an infinite logit gives the loss's limit (+inf, or 0 where the
-    coefficient of the infinite term is 0); an infinite target, outside [0, 1], gives NaN."""
+    coefficient of the infinite term is 0; PyTorch: NaN); an infinite target what PyTorch gives (the loss is
+    linear in the target: -inf or +inf by the sign of its slope, NaN where the slope is 0)."""
     inf = np.inf
-    x = np.array([-inf, -inf, inf, inf, 1.0, -2.0], f32)
-    y = np.array([0.5, 0.0, 0.5, 1.0, inf, -inf], f32)
-    limits = np.array([inf, 0.0, inf, 0.0, np.nan, np.nan], f32)
+    x = np.array([-inf, -inf, inf, inf, 1.0, -2.0, 0.0], f32)
+    y = np.array([0.5, 0.0, 0.5, 1.0, inf, -inf, inf], f32)
+    limits = np.array([inf, 0.0, inf, 0.0, -inf, -inf, np.nan], f32)
     model, feeds = node_model("BinaryCrossEntropyWithLogits", [x, y, None, None], "float32", {"reduction": "none"})
     for mode in ("kernels", "decomposition"):
         (got,) = InferenceSession(model.SerializeToString(), mode=mode).run(None, feeds)

@@ -18,14 +18,17 @@ def binary_cross_entropy_with_logits(x, y, w, p, _, out, m, scale, flag, tmp):
     for k in range(m):
         tmp[k] = exp(-abs(load(x[k])))
     for k in range(m):
-        xk, yk = load(x[k]), load(y[k])
-        zero = like(xk, 0)
-        a, b = like(xk, 1) - yk, load(p[k]) * yk
+        xk, yk, pk = load(x[k]), load(y[k]), load(p[k])
+        zero, one = like(xk, 0), like(xk, 1)
         # softplus(+-x) = max(+-x, 0) + L with L = log1p(exp(-|x|)), finite for every x, and only one of the
-        # maxima is non-zero: loss = c * |x| + (a + b) * L, c the coefficient of the side x is on. A zero c makes
-        # its term 0 even at x = +-inf: the loss's limit there (OPS.md), where 0 * inf would be NaN.
-        c = select(xk > zero, a, b)
+        # maxima is non-zero: loss = c * |x| + s * L, c the coefficient of the side x is on (1 - y or p * y) and
+        # s = (1 - y) + p * y written as 1 + (p - 1) * y, which does not cancel for a large target. A zero factor
+        # makes its term 0 even where the other is infinite: the loss's limit at x = +-inf and, as PyTorch,
+        # no NaN from (p - 1) * y at p = 1 and an infinite target (OPS.md).
+        c = select(xk > zero, one - yk, pk * yk)
         linear = select(c == zero, zero, c * abs(xk))
-        loss = fmuladd(a + b, log1p_unit(tmp[k]), linear)
+        s = one + select(pk == one, zero, (pk - one) * yk)
+        ln = log1p_unit(tmp[k])
+        loss = select(ln == zero, linear, fmuladd(s, ln, linear))
         wk = load(w[k])
         store(out, k, select(wk == zero, zero, loss * wk))

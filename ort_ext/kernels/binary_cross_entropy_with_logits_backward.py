@@ -1,4 +1,4 @@
-"""Kernel of BinaryCrossEntropyWithLogitsBackward: ((p*y - y + 1) * sigmoid(x) - p*y) * g * w, times 1/numel
+"""Kernel of BinaryCrossEntropyWithLogitsBackward: ((1 + (p - 1)*y) * sigmoid(x) - p*y) * g * w, times 1/numel
 for mean. sigmoid from exp(-|x|), accurate for every logit."""
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ def binary_cross_entropy_with_logits_backward(g, x, y, w, p, out, m, scale, flag
         xk, yk, e = load(x[k]), load(y[k]), tmp[k]
         one = like(xk, 1)
         sigmoid = select(xk >= like(xk, 0), one, e) / (one + e)
-        p_y = load(p[k]) * yk
-        grad = ((p_y - yk) + one) * sigmoid - p_y
+        pk = load(p[k])
+        # (p * y + 1 - y) as 1 + (p - 1) * y: no inf - inf for an infinite target at p = 1 (PyTorch gives -+inf)
+        s = one + select(pk == one, like(xk, 0), (pk - one) * yk)
+        grad = s * sigmoid - pk * yk
         store(out, k, grad * load(g[k]) * load(w[k]) * scale)
