@@ -28,14 +28,20 @@ def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
     """Sum `d` (over F, the broadcast shape) down to `input`'s shape: over the axes that broadcasting added or
     stretched. With static shapes the axes are known here; otherwise they are computed (Shape/NonZero).
     float32 sums accumulate in float64, as the kernels."""
-    axes = _static_axes(*(b.static.shapes.get(n) for n in (input, *others)))
+    # The sum keeps its axes; squeezing the ones broadcasting added leaves input's shape. (A Reshape to input's
+    # shape would read a 0 in it as "copy this dim": an empty input then failed.)
+    shapes = [b.static.shapes.get(n) for n in (input, *others)]
+    axes = _static_axes(*shapes)
     if axes == []:
         return d
     wide = b.compute != TensorProto.DOUBLE
     if wide:
         d = b.op("Cast", d, to=TensorProto.DOUBLE)
     if axes is not None:
-        summed = b.op("Reshape", b.op("ReduceSum", d, b.ints(axes), keepdims=1), b.op("Shape", input))
+        summed = b.op("ReduceSum", d, b.ints(axes), keepdims=1)
+        added = max(len(s) for s in shapes) - len(shapes[0])
+        if added:
+            summed = b.op("Squeeze", summed, b.ints(list(range(added))))
     else:
         shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
         one = b.ints([1])
@@ -46,7 +52,9 @@ def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
         # reduced every axis of an empty tensor despite noop_with_empty_axes (measured with onnxruntime-cann)
         axes = b.op("Concat", b.ints([0]), b.op("Add", axes_found, b.ints([1])), axis=0)
         summed = b.op("ReduceSum", b.op("Unsqueeze", d, b.ints([0])), axes, keepdims=1)
-        summed = b.op("Reshape", b.op("Squeeze", summed, b.ints([0])), shape_x)
+        added = b.op("Sub", b.op("Size", shape_d), b.op("Size", shape_x))  # and the leading axis of 1: never empty
+        summed = b.op("Squeeze", summed, b.op("Range", b.int_scalar(0), b.op("Add", added, b.int_scalar(1)),
+                                              b.int_scalar(1)))
     return b.op("Cast", summed, to=b.compute) if wide else summed
 
 
