@@ -82,6 +82,18 @@ def bce_with_logits_specs() -> list[Spec]:
                           [extreme, np.full(extreme.shape, target), None, None], {"reduction": "none"}))
     specs.append(Spec("bce_with_logits_extreme_mean", BCEWL, [extreme, np.full(extreme.shape, 0.25), None, None], {},
                       extreme.size))
+    # infinite logits give the loss's limit; infinite and huge targets what PyTorch gives (the operator's doc)
+    inf = np.inf
+    x_inf, y_fin = np.repeat([-inf, inf], 4), np.tile([0.0, 0.25, 1.0, 1.5], 2)
+    specs.append(Spec("bce_with_logits_infinite_logits", BCEWL, [x_inf, y_fin, None, None], {"reduction": "none"}))
+    specs.append(Spec("bce_with_logits_infinite_logits_weighted", BCEWL,
+                      [x_inf, y_fin, np.tile([0.0, 2.0], 4), np.full(8, 3.0)], {"reduction": "none"}))
+    specs.append(Spec("bce_with_logits_infinite_targets", BCEWL,
+                      [np.array([-3.0, 0.5, 3.0, -inf, inf, -2.0, 0.0]),
+                       np.array([inf, -inf, inf, inf, -inf, -inf, inf]), None, None], {"reduction": "none"}))
+    specs.append(Spec("bce_with_logits_huge_targets", BCEWL,
+                      [np.array([0.0, -2.0, 2.0, 0.0]), np.array([3e38, -3e38, 3e38, -1e30]), None, None],
+                      {"reduction": "none"}))
     specs.append(Spec("bce_with_logits_default_reduction", BCEWL, [x, y, None, None], {}, x.size))
     return specs
 
@@ -169,6 +181,25 @@ def large_specs() -> list[Spec]:
 
 
 @spec_source
+def plan_specs() -> list[Spec]:
+    """Broadcasts whose computed shape is large while the inputs stay small: a sum back over more than 64
+    tiles (one task), one split over several tasks, and a reduction over several tasks."""
+    r = _rng(9)
+    sumback = [(1, 1024), (80, 1), 80, "sum", 0], [(1, 256), (600, 1), 600, "mean", 1]
+    specs = [Spec(f"kl_div_backward_plan_sum_back_{x[0]}x{x[1]}_by_{t[0]}x{t[1]}_{red}_lt{lt}", KLB,
+                  [r.normal(size=()), r.normal(size=x), np.log(r.uniform(0.01, 1, size=t)) if lt else
+                   r.uniform(size=t)], {"reduction": red, "log_target": lt}, summed)
+             for x, t, summed, red, lt in sumback]
+    x, t = np.log(r.uniform(0.01, 1, size=(300, 1))), r.uniform(size=(1, 700))
+    specs.append(Spec("kl_div_plan_broadcast_300x1_by_1x700_sum", KL, [x, t], {"reduction": "sum"}, 300 * 700))
+    for x_shape, t_shape in (((0,), (2, 0)), ((3, 0), (4, 3, 0)), ((3, 1), (3, 0))):  # empty sums back
+        name = "x".join(map(str, x_shape)) + "_by_" + "x".join(map(str, t_shape))
+        specs.append(Spec(f"kl_div_backward_empty_sum_back_{name}", KLB,
+                          [np.array(1.0), np.zeros(x_shape), np.ones(t_shape)], {"reduction": "sum"}))
+    return specs
+
+
+@spec_source
 def rank_specs() -> list[Spec]:
     """Ranks 4 to 8 (the aclnn limit), with a per-class weight broadcast along the last axis."""
     r = _rng(5)
@@ -215,6 +246,10 @@ def forward_companion_specs() -> list[Spec]:
                   None, None],
                  {"reduction": red}),
         ]
+    for red in ("none", "mean", "sum"):  # infinite targets give what PyTorch gives (the operator's doc)
+        specs.append(Spec(f"bce_with_logits_backward_infinite_targets_{red}", BCEWLB,
+                          [_grad(red, (5,), _rng(8)), np.array([-3.0, 0.0, 3.0, -1e4, 1e4]),
+                           np.array([np.inf, -np.inf, -np.inf, np.inf, 1e37]), None, None], {"reduction": red}))
     for red in ("none", "mean", "sum", "batchmean"):
         for lt in (0, 1):
             a = {"reduction": red, "log_target": lt}
@@ -293,7 +328,8 @@ def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict
 def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
     from .tolerance import oracle_error, term_magnitude
 
-    rounded = [None if a is None else np.asarray(a).astype(np_dtype(dtype)) for a in spec.inputs]
+    with np.errstate(over="ignore"):  # huge values become inf in the narrow types: that is the case then
+        rounded = [None if a is None else np.asarray(a).astype(np_dtype(dtype)) for a in spec.inputs]
     model, feeds = node_model(spec.op, rounded, dtype, spec.attrs, symbolic)
     present = [k for k, a in enumerate(rounded) if a is not None]
     attrs = opset.get(spec.op).resolve(spec.attrs)
@@ -392,7 +428,8 @@ def _torch_graph(kind: str, inputs: list[np.ndarray]) -> np.ndarray:
 
 SYMBOLIC_SPECS = ("bce_with_logits_both_none", "bce_with_logits_pos_weight_mean", "bce_backward_target_row_none",
                   "bce_backward_weight_class_mean", "kl_div_backward_target_batch1_none_lt0",
-                  "kl_div_backward_input_batch1_sum_lt1", "kl_div_backward_rank3_batchmean_lt0")
+                  "kl_div_backward_input_batch1_sum_lt1", "kl_div_backward_rank3_batchmean_lt0",
+                  "kl_div_backward_empty_sum_back_3x0_by_4x3x0")
 
 
 def all_cases() -> list[Case]:

@@ -77,5 +77,10 @@ def run(backends: list[str], pattern: str | None = None, root: Path = DATA_DIR,
 
 def export_suite(target: Path) -> int:
     count = export(target)
-    print(f"wrote {count} cases to {target} (ONNX node-test format: model.onnx, test_data_set_0/*.pb, data.json)")
+    print(f"wrote {count} cases to {target}, twice each, in the ONNX node-test format (model.onnx, "
+          "test_data_set_0/*.pb, data.json with the case's tolerance):")
+    print("  test_<case>           the lossops nodes, their standard-op functions attached (onnxruntime expands "
+          "them; a backend that implements lossops runs the nodes)")
+    print("  test_<case>_expanded  the same graph lowered to standard ops (lossops lower), for every other ONNX "
+          "consumer")
     return 0

@@ -10,22 +10,27 @@ import unittest
 
 import numpy as np
 import onnx
+import onnxruntime
 import pytest
 from onnx import numpy_helper
 
 from lossops import opset
 from lossops.conformance import golden, runner
 from lossops.conformance.onnx_backend import ConformanceRunner, LossopsKernelsBackend, OnnxRuntimeBackend
+from lossops.conformance.tolerance import compare
+from lossops.ort_ext.session import run_with_bfloat16
 
 
 def test_suite_size_and_coverage():
     goldens = golden.load_all()
     assert len(goldens) >= 150
-    names = " ".join(g.name for g in goldens)
+    cases = {g.name for g in goldens}
+    names = " ".join(cases)
     for op in ("bce_with_logits", "bce_backward", "kl_div_backward"):
         for dtype in ("float32", "float16", "bfloat16", "float64"):
             for red in ("none", "mean", "sum"):
-                assert f"test_{op}_plain_{red}" in names and f"_{dtype}" in names
+                suffix = "_lt0" if op == "kl_div_backward" else ""
+                assert f"test_{op}_plain_{red}{suffix}_{dtype}" in cases
     for fragment in ("batchmean_lt1", "rank0", "rank8", "empty", "extreme", "edges", "target_zero", "symbolic",
                      "pos_weight", "weight_scalar", "target_batch1", "test_graph_"):
         assert fragment in names, fragment
@@ -39,7 +44,7 @@ def test_goldens_match_the_generator():
 
 
 def test_drift_is_detected(tmp_path):
-    golden.export(tmp_path)
+    shutil.copytree(golden.DATA_DIR, tmp_path, dirs_exist_ok=True)
     victim = tmp_path / "test_bce_backward_plain_none_float32" / "test_data_set_0" / "output_0.pb"
     tensor = numpy_helper.to_array(onnx.load_tensor(str(victim)))
     victim.write_bytes(numpy_helper.from_array(tensor * np.float32(1.001), "output").SerializeToString())
@@ -75,6 +80,18 @@ def test_cli_export_and_run(tmp_path):
     assert done.returncode == 0, done.stderr
     case = tmp_path / "test_graph_sigmoid_to_bce_backward_float32"
     assert (case / "model.onnx").exists() and (case / "test_data_set_0" / "input_2.pb").exists()
+    stored = len(golden.load_all())
+    assert len(list(tmp_path.glob("test_*/model.onnx"))) == 2 * stored and f"wrote {stored} cases" in done.stdout
+    # each form runs on a plain onnxruntime and meets the stored expectation: with its functions, and expanded
+    # (no lossops domain, no function left)
+    for name in ("test_kl_div_backward_rank3_batchmean_lt0_float32", "test_bce_with_logits_both_mean_bfloat16"):
+        for form in (name, f"{name}_expanded"):
+            g = golden.read(tmp_path / form)
+            assert bool(g.model.functions) == (form == name)
+            assert all(n.domain != opset.DOMAIN for n in g.model.graph.node) == (form != name)
+            got = run_with_bfloat16(onnxruntime.InferenceSession(g.model.SerializeToString()), None,
+                                    {v.name: a for v, a in zip(g.model.graph.input, g.inputs, strict=True)})[0]
+            assert compare(got, g.expected, g.dtype, g.summed, g.slack, g.output_dtype)[0], form
     done = subprocess.run([sys.executable, "-m", "lossops", "conformance", "--backend", "kernels", "-k", "rank8"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]

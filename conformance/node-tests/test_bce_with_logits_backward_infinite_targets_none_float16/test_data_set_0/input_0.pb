@@ -1,0 +1,3 @@
+
+Bgrad_outputJ
+ô¾Y½r½ µ À

@@ -1,0 +1,1 @@
+BtargetJbbÿbJñ
