@@ -11,6 +11,8 @@ def _load(path: str):
     """The ONNX model at `path`, or a ValueError in one line saying why it is not one."""
     import onnx
 
+    if Path(path).is_dir():
+        raise ValueError(f"{path} is a directory; expected an ONNX model file")
     if not Path(path).is_file():
         raise ValueError(f"{path}: no such file")
     try:
@@ -41,6 +43,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from .opset import DOMAIN
     from .opset.model import node_problems
 
     model = _load(args.model)
@@ -48,7 +51,12 @@ def _check(args: argparse.Namespace) -> int:
     for node, problem in problems:
         print(f"{node}: {problem}")
     n = len(model.graph.node)
-    print(f"{args.model}: {n} nodes, " + ("OK" if not problems else f"{len(problems)} problem(s)"))
+    print(f"model: {n} nodes, " + ("valid" if not problems else f"{len(problems)} problem(s)"))
+    if any(node.domain == DOMAIN for node in model.graph.node):
+        print(f"note: its '{DOMAIN}' nodes run on onnxruntime (the lossops kernels, or the standard-op functions "
+              "the model carries); other ONNX consumers do not expand model-local functions: run `lossops lower` "
+              "for them")
+    failed = ["model"] if problems else []
     if args.provider == "cann":
         from .ort_ext import cann
 
@@ -58,7 +66,7 @@ def _check(args: argparse.Namespace) -> int:
         claimed = sum(p.claimed for p in placed)
         print(f"CANN {args.cann_mode} mode claims {claimed} of {len(placed)} nodes")
         if args.cann_mode == "graph" and claimed < len(placed):
-            problems.append(("placement", "not fully claimable"))
+            failed.append(f"CANN claims {claimed} of {len(placed)} nodes (lossops lower --for cann)")
     if args.soc:
         from .ort_ext import cann
 
@@ -66,8 +74,11 @@ def _check(args: argparse.Namespace) -> int:
         for node, problem in soc:
             print(f"{node}: {problem}")
         print(f"Ascend {args.soc}: " + ("OK" if not soc else f"{len(soc)} problem(s)"))
-        problems.extend(soc)
-    return 1 if problems else 0
+        if soc:
+            failed.append(f"Ascend {args.soc}")
+    # the verdict last, and the exit status says the same
+    print(f"{args.model}: " + ("OK" if not failed else "not OK: " + "; ".join(failed)))
+    return 1 if failed else 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -234,6 +245,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, MissingExtra) as e:
         print(f"lossops {args.verb}: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C, in a compile or a run: one line, and the shell's status for SIGINT
+        print(f"lossops {args.verb}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

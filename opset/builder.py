@@ -260,7 +260,8 @@ class Builder:
             dims = self.op("Concat", self.ints([0]), self.op("Add", shape, self.ints([2])), axis=0)
             return self.op("ConstantOfShape", dims)
 
-        return self.op("Add", stand_in(a), stand_in(b), name=name)
+        return self.op("Add", stand_in(a), stand_in(b), name=f"{name} (the sizes onnxruntime names are each "
+                       "dimension plus 2)")
 
     def _after(self, value: str, shape: str, check: str) -> str:
         """`value`, reshaped to its own shape plus the size of `check` (always 0): it exists only once the

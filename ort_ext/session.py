@@ -10,11 +10,12 @@ from typing import Literal
 import numpy as np
 import onnx
 import onnxruntime
-from onnx import ModelProto, helper
+from onnx import ModelProto, NodeProto, helper
 
 from .. import opset
 from ..converters.lowering import lower
-from ..opset.model import inline_lossops_callers, lossops_nodes, stamp, with_functions
+from ..opset import validation
+from ..opset.model import graphs, inline_lossops_callers, lossops_nodes, stamp, with_functions
 from . import cann, host
 
 Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
@@ -45,6 +46,7 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
     """
     model = load(model)
     opset.validate(model)
+    _validate_kernel_nodes(model)
     if mode == "decomposition" or not host.kernels_available():
         return with_functions(model).SerializeToString()
     if mode != "kernels":
@@ -53,7 +55,10 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
         raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
     prepared = inline_lossops_callers(model)  # lossops nodes in user functions too; no lossops functions
     for _, node in lossops_nodes(prepared):
-        host.compiled(node.op_type)  # here rather than inside ORT's kernel creation: errors surface as Python's
+        try:
+            host.compiled(node.op_type)  # here rather than inside ORT's kernel creation: errors surface as Python's
+        except KeyboardInterrupt:  # not the compiler's hundreds of frames
+            raise KeyboardInterrupt(f"lossops: compiling the kernels of {node.op_type} was interrupted") from None
         node.domain = host.KERNEL_DOMAIN
         node.op_type = host.kernel_op_type(node.op_type)
     if not any(o.domain == host.KERNEL_DOMAIN for o in prepared.opset_import):
@@ -61,6 +66,23 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
     stamp(prepared)
     host.add_kernels(sess_options)
     return prepared.SerializeToString()
+
+
+def _validate_kernel_nodes(model: ModelProto) -> None:
+    """Nodes written by hand in the kernels' own domain (`ai.onnx.contrib::Lossops<Op>`, what `prepare` makes of
+    lossops nodes) are held to the lossops node's rules: ONNX Runtime hands a custom op only the attributes it
+    asks for, so an unknown one (`reduce`, a `log_target` on an operator without it) would be ignored."""
+    for g in graphs(model.graph):
+        for node in g.node:
+            name = node.op_type.removeprefix(host.kernel_op_type(""))
+            if node.domain != host.KERNEL_DOMAIN or name == node.op_type or name not in opset.OPS:
+                continue
+            as_lossops = NodeProto()
+            as_lossops.CopyFrom(node)
+            as_lossops.domain, as_lossops.op_type = opset.DOMAIN, name
+            found = validation.node_problems(as_lossops)
+            if found:
+                raise ValueError(f"{node.domain}::{node.op_type} (the kernel of lossops {name}): {found[0]}")
 
 
 def _bfloat16() -> np.dtype | None:
@@ -105,6 +127,9 @@ class InferenceSession(onnxruntime.InferenceSession):
 
     def __init__(self, path_or_bytes, sess_options=None, providers=None, provider_options=None, *,
                  mode: Mode = "kernels", allow_cpu_fallback: bool = False, **kwargs):
+        if sess_options is not None and not isinstance(sess_options, onnxruntime.SessionOptions):
+            raise TypeError(f"sess_options is a {type(sess_options).__name__}; expected onnxruntime.SessionOptions "
+                            "(or None)")
         sess_options = sess_options or onnxruntime.SessionOptions()
         providers = list(providers or ["CPUExecutionProvider"])
         names = [p[0] if isinstance(p, tuple) else p for p in providers]
@@ -171,9 +196,26 @@ class InferenceSession(onnxruntime.InferenceSession):
 
     def run(self, output_names, input_feed, run_options=None):
         """`onnxruntime.InferenceSession.run`; bfloat16 inputs and outputs are ml_dtypes.bfloat16 arrays."""
-        if self._converts_bfloat16:
-            return run_with_bfloat16(self, output_names, input_feed, run_options)
-        if (self._direct and type(input_feed) is dict and self._required <= input_feed.keys()
-                and onnxruntime.OrtValue not in map(type, input_feed.values())):
-            return self._sess.run(output_names or self._output_names, input_feed, run_options)
-        return super().run(output_names, input_feed, run_options)  # its checks and messages, OrtValue feeds
+        try:
+            if self._converts_bfloat16:
+                return run_with_bfloat16(self, output_names, input_feed, run_options)
+            if (self._direct and type(input_feed) is dict and self._required <= input_feed.keys()
+                    and onnxruntime.OrtValue not in map(type, input_feed.values())):
+                return self._sess.run(output_names or self._output_names, input_feed, run_options)
+            return super().run(output_names, input_feed, run_options)  # its checks and messages, OrtValue feeds
+        except Exception as e:
+            wrong = self._foreign_feed(input_feed)
+            if wrong:
+                raise TypeError(wrong) from e
+            raise
+
+    def _foreign_feed(self, input_feed) -> str | None:
+        """Where onnxruntime's message names no input: a feed of an ml_dtypes type (bfloat16, float8...) that
+        its graph input does not have ("Numpy_type 256 can't be converted to MLDataType")."""
+        if not isinstance(input_feed, dict):
+            return None
+        for i in self.get_inputs():
+            a = input_feed.get(i.name)
+            if isinstance(a, np.ndarray) and a.dtype.kind == "V" and i.type != f"tensor({a.dtype})":
+                return f"input '{i.name}' is a numpy array of {a.dtype}; the model expects {i.type}"
+        return None

@@ -58,3 +58,38 @@ def test_check_reports_bad_nodes(tmp_path):
 def test_check_missing_file():
     done = lossops("check", "/nonexistent.onnx")
     assert done.returncode == 2 and "lossops check:" in done.stderr
+
+
+def test_check_verdict_is_the_last_line_and_the_exit_status(tmp_path):
+    """A valid model that the CANN provider would not claim as it is: the last line says not OK, naming why,
+    and the exit status agrees (no "OK" followed by a failure)."""
+    path = tmp_path / "demo.onnx"
+    assert lossops("demo", "-o", str(path), "--size", "200", "--repeat", "1").returncode == 0
+    plain = lossops("check", str(path))
+    assert plain.returncode == 0 and plain.stdout.splitlines()[-1] == f"{path}: OK"
+    assert "other ONNX consumers do not expand model-local functions: run `lossops lower`" in plain.stdout
+    cann = lossops("check", str(path), "--provider", "cann")
+    last = cann.stdout.splitlines()[-1]
+    assert cann.returncode == 1 and last.startswith(f"{path}: not OK: CANN claims 0 of 3 nodes"), cann.stdout
+
+
+def test_check_a_directory(tmp_path):
+    done = lossops("check", str(tmp_path))
+    assert done.returncode == 2 and "is a directory; expected an ONNX model file" in done.stderr
+
+
+def test_ctrl_c_during_a_compile_is_one_line(tmp_path):
+    """SIGINT while the kernels compile (an empty cache directory: nothing to load) ends the verb with one line
+    and the shell's status for SIGINT."""
+    import os
+    import signal
+    import time
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen([sys.executable, "-m", "lossops", "demo", "-o", str(tmp_path / "m.onnx")],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    time.sleep(8)  # imports done, compiling (a compile takes tens of seconds)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err[-2000:]
+    assert err.strip().splitlines() == ["lossops demo: interrupted"]

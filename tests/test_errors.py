@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 
+import ml_dtypes
 import numpy as np
 import onnx
 import onnxruntime
@@ -143,6 +144,35 @@ def test_wrong_feed_dtype_is_an_exception():
     session = InferenceSession(model.SerializeToString())
     with pytest.raises(Exception, match="Unexpected input data type"):
         session.run(None, {**feeds, "input": np.ones(3, np.float64)})
+    bf16 = np.ones(3, np.dtype(ml_dtypes.bfloat16))  # onnxruntime: "Numpy_type 256 can't be converted to MLDataType"
+    with pytest.raises(TypeError, match=r"input 'target' is a numpy array of bfloat16; the model expects tensor\(flo"):
+        session.run(None, {**feeds, "target": bf16})
+    # and the session lives on: -target * grad_output / input.shape[0] (the default reduction, batchmean)
+    np.testing.assert_allclose(session.run(None, feeds)[0], np.full(3, -1 / 3, f32), rtol=2**-20)
+
+
+def test_session_options_of_the_wrong_type():
+    model, _ = node_model("KlDivBackward", [np.ones((), f32), np.ones(3, f32), np.ones(3, f32)], "float32", {})
+    with pytest.raises(TypeError, match=r"sess_options is a dict; expected onnxruntime\.SessionOptions"):
+        InferenceSession(model.SerializeToString(), {"intra_op_num_threads": 1})
+
+
+@pytest.mark.parametrize(("attrs", "expected"), [
+    ({"reduce": "none"}, "unknown attribute 'reduce'; BinaryCrossEntropyWithLogits has reduction"),
+    ({"log_target": 1}, "unknown attribute 'log_target'"),
+    ({"reduction": "batchmean"}, "attribute 'reduction' is 'batchmean'; expected one of"),
+])
+def test_hand_written_kernel_nodes_are_validated(attrs, expected):
+    """A node written directly in the kernels' domain is held to the lossops node's rules: onnxruntime hands
+    the kernel only the attributes it asks for, so an unknown one would be ignored silently."""
+    node = helper.make_node(kernel_op_type("BinaryCrossEntropyWithLogits"), ["x", "t"], ["y"], domain=KERNEL_DOMAIN,
+                            **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [3]) for n in "xt"],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid(KERNEL_DOMAIN, 1)],
+                              ir_version=10)
+    with pytest.raises(ValueError, match=f"{KERNEL_DOMAIN}::LossopsBinaryCrossEntropyWithLogits .*{expected}"):
+        InferenceSession(model.SerializeToString())
 
 
 @pytest.mark.parametrize("mode", MODES)
