@@ -11,6 +11,7 @@ from onnx import ModelProto
 from .. import opset
 from ..ort_ext import InferenceSession
 from ..ort_ext.session import run_with_bfloat16
+from . import consumers
 
 Runner = Callable[[ModelProto, list[np.ndarray]], np.ndarray]
 
@@ -61,7 +62,8 @@ def reference(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
 
 
 BACKENDS: dict[str, Runner] = {"kernels": kernels, "decomposition": decomposition, "lowered": lowered,
-                               "cann-lowered": cann_lowered, "reference": reference}
+                               "cann-lowered": cann_lowered, "reference": reference,
+                               **{name: consumers.runner(name) for name in consumers.CONSUMERS}}
 
 
 def unavailable(name: str) -> str | None:
@@ -71,4 +73,9 @@ def unavailable(name: str) -> str | None:
         return why_unavailable()
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; expected one of {[*BACKENDS, 'cann']}")
-    return None
+    return consumers.unavailable(name) if name in consumers.CONSUMERS else None
+
+
+def known_limit(name: str, case: str, dtype: str) -> str | None:
+    """The declared reason backend `name` cannot run this case, if any (consumers.py)."""
+    return consumers.CONSUMERS[name].limit(case, dtype) if name in consumers.CONSUMERS else None

@@ -1,0 +1,146 @@
+"""ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
+lower`: standard ops only; none of them expands model-local functions): OpenVINO and tract, each an optional
+extra, and onnx's version converter to opsets 13, 17 and 23 (run on onnxruntime). Their known limits are
+declared here, once, with the reason, and the runner reports the cases they cover as skipped, never as
+passed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import onnx
+from onnx import ModelProto
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@dataclass(frozen=True)
+class Limit:
+    """Cases a consumer cannot run as lossops writes them, through no fault of the model."""
+
+    applies: Callable[[str, str], bool]  # (case name, dtype whose tolerance applies) -> covered
+    reason: str
+
+
+@dataclass(frozen=True)
+class Consumer:
+    module: str  # what must import
+    extra: str  # the lossops extra that installs it
+    run: Callable[[ModelProto, list[np.ndarray]], np.ndarray]  # portable model, inputs -> output 0
+    limits: tuple[Limit, ...]
+
+    def limit(self, case: str, dtype: str) -> str | None:
+        return next((lim.reason for lim in self.limits if lim.applies(case, dtype)), None)
+
+
+def _saved(model: ModelProto, directory: str) -> str:
+    path = str(Path(directory) / "model.onnx")
+    onnx.save(model, path)
+    return path
+
+
+def _openvino(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    import openvino as ov
+
+    core = ov.Core()
+    with tempfile.TemporaryDirectory() as directory:
+        read = core.read_model(_saved(model, directory))
+    # the CPU plugin may otherwise compute float32 in bfloat16 where the CPU has it: compute as the graph says
+    compiled = core.compile_model(read, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    request = compiled.create_infer_request()
+    kept = set().union(*(i.get_names() for i in compiled.inputs))  # it drops graph inputs that no node reads
+    for value, array in zip(model.graph.input, inputs, strict=True):
+        if value.name not in kept:
+            continue
+        if array.dtype == BF16:
+            tensor = ov.Tensor(ov.Type.bf16, ov.Shape(list(array.shape)))
+            tensor.data.view(np.uint16)[...] = array.view(np.uint16)
+        else:
+            tensor = ov.Tensor(np.array(array))  # a copy: OpenVINO wants writable memory
+        request.set_tensor(value.name, tensor)
+    request.infer()
+    out = request.get_output_tensor(0)
+    data = np.array(out.data)
+    if out.element_type == ov.Type.bf16:  # its numpy view of bfloat16 is float16-typed raw bits
+        data = data.view(np.uint16).view(BF16)
+    return data.reshape(tuple(out.shape))
+
+
+def _tract(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    import tract
+
+    with tempfile.TemporaryDirectory() as directory:
+        runnable = tract.onnx().load(_saved(model, directory)).into_model().into_runnable()
+    return runnable.run([np.array(a) for a in inputs])[0].to_numpy()
+
+
+def _converted(version: int) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
+    """onnx's version converter to `version`, then onnxruntime: what a user upgrading the portable form gets."""
+
+    def run(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+        import onnxruntime
+        from onnx import version_converter
+
+        from ..opset.versions import IR_VERSION
+        from ..ort_ext.session import run_with_bfloat16
+
+        converted = version_converter.convert_version(model, version)
+        converted.ir_version = min(converted.ir_version, IR_VERSION)
+        session = onnxruntime.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+        feeds = {v.name: a for v, a in zip(converted.graph.input, inputs, strict=True)}
+        return run_with_bfloat16(session, None, feeds)[0]
+
+    return run
+
+
+def _named(*fragments: str) -> Callable[[str, str], bool]:
+    return lambda case, dtype: any(f in case for f in fragments)
+
+
+def _dtype(name: str) -> Callable[[str, str], bool]:
+    return lambda case, dtype: dtype == name
+
+
+CONSUMERS: dict[str, Consumer] = {
+    "openvino": Consumer("openvino", "openvino", _openvino, (
+        Limit(_dtype("float64"), "OpenVINO's CPU plugin computes float64 in float32"),
+        Limit(_named("between_casts"), "OpenVINO folds a Cast to float16 followed by a Cast back to float32, so "
+                                       "the float16 rounding the graph asks for does not happen"),
+    )),
+    "tract": Consumer("tract", "tract", _tract, (
+        Limit(_dtype("bfloat16"), "tract takes no bfloat16 inputs"),
+        Limit(_named("sigmoid_to_bce_backward_float64"), "tract has no float64 Sigmoid (the graph's own node)"),
+        Limit(_named("empty_sum_back_3x1_by_3x0"), "tract panics, aborting the process, on a ReduceSum over an "
+                                                   "axis of extent 0 whose output is not empty"),
+        Limit(lambda case, dtype: case.endswith("_symbolic") and "input_batch1" in case,
+              "tract folds a comparison of a symbolic dim with 1 to false, so a gradient summed back over an "
+              "input dim that is 1 only at run time comes out unsummed (silently wrong)"),
+    )),
+    **{f"opset{v}": Consumer("onnx", "", _converted(v), ()) for v in (13, 17, 23)},
+}
+
+
+def unavailable(name: str) -> str | None:
+    """Why consumer `name` cannot run here (its extra is not installed), or None."""
+    try:
+        __import__(CONSUMERS[name].module)
+    except ImportError:
+        return f"{CONSUMERS[name].module} is not installed: pip install 'lossops[{CONSUMERS[name].extra}]'"
+    return None
+
+
+def runner(name: str) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
+    """The conformance backend for consumer `name`: the model lowered to its portable form, then run."""
+
+    def run(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+        from ..converters import lower
+
+        return CONSUMERS[name].run(lower(model)[0], inputs)
+
+    return run
