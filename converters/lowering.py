@@ -1,6 +1,7 @@
 """Lowering: every lossops node becomes its standard-op decomposition, specialised to the node, so the model
-imports no lossops domain and runs on any ONNX runtime. `for_provider="cann"` shapes it for the CANN
-provider's graph mode: static shapes folded in, constants as initializers, and the lowest opset its ops need."""
+imports no lossops domain and runs on any ONNX runtime (the portable form): the shapes the graph declares are
+folded in, shape guards stay only where dims are symbolic, and the default opset is the lowest its ops need.
+`for_provider="cann"` shapes it for the CANN provider's graph mode: constants as initializers, no guards."""
 
 from __future__ import annotations
 
@@ -67,13 +68,15 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
             continue
         elem_type = elem_type_of(node, types)
         count[0] += 1
-        static = None
-        if for_provider == "cann":
-            static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
-                            {i.name: i for i in g.initializer}, initializers=[], guards=False)
-        expanded = opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static)
+        # what the graph says of the node's inputs: static shapes fold the shape computations and guards away
+        # (CANN's graph mode also wants constants as initializers and no guard nodes)
+        cann = for_provider == "cann"
+        static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
+                        {i.name: i for i in g.initializer}, initializers=[] if cann else None, guards=not cann,
+                        atanh=not cann)
+        expanded = _live(opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static), node.output[0])
         g.node.extend(expanded)
-        if static is not None:  # constants that folding left unread are not kept (ORT warns about each)
+        if static.initializers is not None:  # constants that folding left unread are not kept (ORT warns)
             read = {i for n in expanded for i in n.input}
             g.initializer.extend(t for t in static.initializers if t.name in read)
         report.append(f"lowered {node.op_type} '{node.name or node.output[0]}' "
@@ -82,11 +85,22 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
     return report
 
 
+def _live(nodes: list, output: str) -> list:
+    """The nodes `output` depends on (folding shapes leaves some constants and shape nodes unread)."""
+    needed, kept = {output}, []
+    for n in reversed(nodes):
+        if any(o in needed for o in n.output):
+            kept.append(n)
+            needed.update(n.input)
+    return kept[::-1]
+
+
 def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProto, list[str]]:
     """(copy of `model` with every lossops node replaced by its decomposition specialised to the node, one line
-    per node). `for_provider="cann"`: static shapes replace shape computations, constants are initializers
-    (graph mode claims no Constant node), and the default opset is the lowest the nodes need (the CANN ONNX
-    parser lists opsets up to 18)."""
+    per node). Static shapes replace shape computations and guards, and the default opset is the lowest the
+    nodes need (consumers and converters lag behind onnx's newest opsets; the CANN ONNX parser lists opsets up
+    to 18). `for_provider="cann"`: constants are initializers (graph mode claims no Constant node) and
+    symbolic shapes are not guarded (graph mode claims no Concat)."""
     if for_provider not in PROVIDERS:
         raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
     opset.register()
@@ -96,8 +110,7 @@ def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProt
     count = [0]
     report = [line for g in list(graphs(out.graph)) for line in _lower_graph(g, types, for_provider, count)]
     stamp(out, lossops=False)
-    if for_provider == "cann":
-        _restamp(out, lowest_opset(out))
+    _restamp(out, lowest_opset(out))
     return out, report
 
 

@@ -10,6 +10,7 @@ error names the operator, the input and the expectation (`checked`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -40,6 +41,7 @@ class Static:
     constants: dict[str, TensorProto] = field(default_factory=dict)  # the model's initializers
     initializers: list[TensorProto] | None = None  # made by the expansion, when constants must be initializers
     guards: bool = True
+    atanh: bool = False  # float32 log1p through Atanh (not every consumer has it: CANN's graph mode)
 
     def static_shape(self, name: str) -> tuple[int, ...] | None:
         shape = self.shapes.get(name)
@@ -62,6 +64,7 @@ class Builder:
         self._full: str | None = None  # F as an int64 [rank] (see `full`)
         self._f0: str | None = None  # an empty tensor of shape (*F, 0), once `checked` guarded the inputs
         self._names: list[str] = []  # the inputs `checked` was given
+        self._static_full: tuple[int, ...] | None = None  # F, where every shape is static
 
     # --- nodes and constants ---
 
@@ -176,10 +179,20 @@ class Builder:
             return s.total(loss)
 
         double = TensorProto.DOUBLE
+
+        def mean(s: Builder) -> str:
+            if s._static_full is None:
+                return s.op("Div", total(s), s.numel(loss, double))
+            count = math.prod(s._static_full)  # no Size; and no constant 0 divisor: the mean of nothing is NaN,
+            # made from the (empty) data so that no node reads constants only (CANN's graph mode claims none)
+            if not count:
+                return s.op("Mul", total(s), s.const(math.nan, double))
+            return s.op("Div", total(s), s.const(float(count), double))
+
         branches = {
             "none": lambda s: loss,
             "sum": total,
-            "mean": lambda s: s.op("Div", total(s), s.numel(loss, double)),
+            "mean": mean,
             "batchmean": lambda s: s.op("Div", total(s), s.batch_size(input, double)),
         }
         return self.choose("reduction", {k: v for k, v in branches.items()
@@ -203,7 +216,8 @@ class Builder:
         op = self.opdef
         known = {i.name: self.static.static_shape(n) for i, n in zip(op.inputs, names, strict=True) if n}
         if all(shape is not None for shape in known.values()):
-            self._full = self.ints(list(full_shape(op, known)))
+            self._static_full = tuple(full_shape(op, known))
+            self._full = self.ints(list(self._static_full))
             return list(names)
         principal = op.principal
         self._names = list(names)
@@ -237,6 +251,16 @@ class Builder:
             out[k] = self._after(names[k], shapes[k], check)
         self._f0 = f0
         return out
+
+    def is_full(self, shapes: list[tuple | None]) -> bool:
+        """Whether operands of these static shapes broadcast to F already (an Expand to F would do nothing:
+        OpenVINO makes a rank-0 tensor rank 1 in one); False where a shape or F is not static."""
+        if any(s is None or not all(isinstance(d, int) for d in s) for s in shapes) or self._static_full is None:
+            return False
+        rank = max((len(s) for s in shapes), default=0)
+        padded = [(1,) * (rank - len(s)) + tuple(s) for s in shapes]
+        broadcast = tuple(next((d for d in column if d != 1), 1) for column in zip(*padded, strict=True))
+        return broadcast == self._static_full
 
     @property
     def full(self) -> str:

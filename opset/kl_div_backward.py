@@ -24,13 +24,13 @@ float32 and rounded once.
 """
 
 
-def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
+def sum_to_shape_of(b: Builder, d: str, input: str, shapes: list[tuple | None]) -> str:
     """Sum `d` (over F, the broadcast shape) down to `input`'s shape: over the axes that broadcasting added or
-    stretched. With static shapes the axes are known here; otherwise they are computed (Shape/NonZero).
-    float32 sums accumulate in float64, as the kernels."""
+    stretched. `shapes`: what the graph says of input's and the other operands' shapes. Where they decide the
+    axes, or at least the ranks, every axis is static; otherwise they are computed (Shape/NonZero). float32
+    sums accumulate in float64, as the kernels."""
     # The sum keeps its axes; squeezing the ones broadcasting added leaves input's shape. (A Reshape to input's
     # shape would read a 0 in it as "copy this dim": an empty input then failed.)
-    shapes = [b.static.shapes.get(n) for n in (input, *others)]
     axes = _static_axes(*shapes)
     if axes == []:
         return d
@@ -42,6 +42,8 @@ def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
         added = max(len(s) for s in shapes) - len(shapes[0])
         if added:
             summed = b.op("Squeeze", summed, b.ints(list(range(added))))
+    elif all(s is not None for s in shapes):
+        summed = _sum_by_rank(b, d, input, shapes)
     else:
         shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
         one = b.ints([1])
@@ -56,6 +58,34 @@ def sum_to_shape_of(b: Builder, d: str, input: str, others: list[str]) -> str:
         summed = b.op("Squeeze", summed, b.op("Range", b.int_scalar(0), b.op("Add", added, b.int_scalar(1)),
                                               b.int_scalar(1)))
     return b.op("Cast", summed, to=b.compute) if wide else summed
+
+
+def _sum_by_rank(b: Builder, d: str, input: str, shapes: list[tuple]) -> str:
+    """The sum back where the ranks are known but a dim of input is symbolic (1 or the broadcast extent: only
+    the run knows), with every ReduceSum axis static (consumers such as OpenVINO and tract need that; tract
+    computed a wrong shape from axes found at run time): the added axes are summed away; a symbolic axis is
+    summed with keepdims and, where input's extent is not 1, the sum is not taken (Where); a final Slice to
+    input's extents keeps one copy of each sum."""
+    x = shapes[0]
+    added = max(len(s) for s in shapes) - len(x)
+    if added:
+        d = b.op("ReduceSum", d, b.ints(list(range(added))), keepdims=0)
+    others = [(1,) * (len(x) - len(o)) + tuple(o) if len(o) < len(x) else tuple(o[len(o) - len(x):])
+              for o in shapes[1:]]
+    shape_x, symbolic = None, []
+    for k, extent in enumerate(x):
+        column = [o[k] for o in others]
+        if extent == 1 and any(c != 1 for c in column):  # stretched (or perhaps: the sum over an extent 1 is it)
+            d = b.op("ReduceSum", d, b.ints([k]), keepdims=1)
+        elif not isinstance(extent, int) and any(c != 1 and c != extent for c in column):
+            shape_x = shape_x or b.op("Shape", input)
+            is_one = b.op("Equal", b.op("Slice", shape_x, b.ints([k]), b.ints([k + 1])), b.ints([1]))
+            d = b.op("Where", is_one, b.op("ReduceSum", d, b.ints([k]), keepdims=1), d)
+            symbolic.append(k)
+    if symbolic:
+        d = b.op("Slice", d, b.ints([0] * len(symbolic)), b.op("Gather", shape_x, b.ints(symbolic)),
+                 b.ints(symbolic))
+    return d
 
 
 def _static_axes(x: tuple | None, *others: tuple | None) -> list[int] | None:
@@ -83,17 +113,20 @@ def _static_axes(x: tuple | None, *others: tuple | None) -> list[int] | None:
 
 
 def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
+    shapes = [b.static.shapes.get(n) for n in (input, target, grad_output)]  # of the graph's names, before checks
     grad_output, input, target = b.checked([grad_output, input, target])
     g, t = b.to_compute(grad_output), b.to_compute(target)
     factor = b.choose("log_target", {0: lambda s: t, 1: lambda s: s.op("Exp", t)})
-    d = b.op("Expand", b.op("Neg", b.op("Mul", factor, g)), b.full)  # over F: input may be the larger one
+    d = b.op("Neg", b.op("Mul", factor, g))
+    if not b.is_full(shapes[1:]):  # over F: input may be the larger one
+        d = b.op("Expand", d, b.full)
     d = b.choose("reduction", {
         "none": lambda s: d,
         "sum": lambda s: d,
         "mean": lambda s: s.op("Div", d, s.numel(d)),
         "batchmean": lambda s: s.op("Div", d, s.batch_size(input)),
     })
-    return sum_to_shape_of(b, d, input, [target, grad_output])
+    return sum_to_shape_of(b, d, input, shapes)
 
 
 DEFINITION = OpDef(
