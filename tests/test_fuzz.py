@@ -13,9 +13,11 @@ from lossops import opset
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
 from lossops.conformance.tolerance import compare, oracle_error, term_magnitude
-from lossops.opset.spec import BROADCAST, EXACT, FITS, LOG_PROBABILITY, POSITIVE, PROBABILITY
+from lossops.opset.spec import BROADCAST, EXACT, FITS, LOG_PROBABILITY
 from lossops.ort_ext import InferenceSession
 from lossops.ort_ext.kernels import run
+
+from draws import values
 
 DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "float16": np.dtype(np.float16),
           "bfloat16": np.dtype(ml_dtypes.bfloat16)}
@@ -34,16 +36,6 @@ def _broadcasting(r: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, 
     own = tuple(int(r.integers(1, 4)) if d == 1 and r.random() < 0.5 else (1 if r.random() < 0.3 else d)
                 for d in shape)
     return extra + own
-
-
-def _values(r: np.random.Generator, domain: str, shape: tuple[int, ...]) -> np.ndarray:
-    if domain == PROBABILITY:
-        return r.uniform(0.02, 0.98, shape)
-    if domain == POSITIVE:
-        return r.uniform(0.3, 2.0, shape)
-    if domain == LOG_PROBABILITY:
-        return np.log(r.uniform(0.01, 1.0, shape))
-    return r.normal(scale=3, size=shape)
 
 
 def _case(op_name: str, seed: int):
@@ -70,7 +62,7 @@ def _case(op_name: str, seed: int):
             inputs.append(None)
             continue
         domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
-        inputs.append(np.asarray(_values(r, domain, shapes[i.name])))
+        inputs.append(np.asarray(values(r, domain, shapes[i.name])))
     return inputs, attrs, str(r.choice(list(DTYPES))), full
 
 

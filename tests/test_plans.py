@@ -25,10 +25,11 @@ from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import DTYPES, Spec, np_dtype, spec_case
 from lossops.conformance.tolerance import compare
-from lossops.opset.spec import BROADCAST, EXACT, LOG_PROBABILITY, POSITIVE, PROBABILITY
+from lossops.opset.spec import BROADCAST, EXACT, LOG_PROBABILITY
 from lossops.ort_ext.kernels import KERNELS, _planned, engine, run
 from lossops.ort_ext.kernels.native import STREAMING_STORES
 
+from draws import values
 from record import MAX_ULPS
 
 # Operand layouts of the inputs that broadcast (the engine's FULL, PERIODIC and GENERAL kinds, an absent
@@ -79,16 +80,6 @@ def sumback_points() -> list[Point]:
     return [Point(f"sumback-{name}{side:+d}", r + side, c) for name, r in rows.items() for side in (-1, 0, 1)]
 
 
-def _values(r: np.random.Generator, domain: str, shape: tuple[int, ...]) -> np.ndarray:
-    if domain == PROBABILITY:
-        return r.uniform(0.02, 0.98, shape)
-    if domain == POSITIVE:
-        return r.uniform(0.3, 2.0, shape)
-    if domain == LOG_PROBABILITY:
-        return np.log(r.uniform(0.01, 1.0, shape))
-    return r.normal(scale=3, size=shape)
-
-
 def layouts(op_name: str) -> tuple[str, ...]:
     return FITS_LAYOUTS + (SUMBACK_LAYOUTS if op_name == "KlDivBackward" else ())
 
@@ -115,7 +106,7 @@ def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spe
         else:
             shape = forms[layout] if (i.optional or layout != "absent") else full
         domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
-        inputs.append(None if shape is None else _values(r, domain, shape))
+        inputs.append(None if shape is None else values(r, domain, shape))
     n = point.n
     out = int(np.prod(principal))
     reduced = op.reduces and attrs.get("reduction", "mean") != "none"
