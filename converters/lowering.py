@@ -73,7 +73,7 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
         cann = for_provider == "cann"
         static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
                         {i.name: i for i in g.initializer}, initializers=[] if cann else None, guards=not cann,
-                        atanh=not cann)
+                        portable=not cann)
         expanded = _live(opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static), node.output[0])
         g.node.extend(expanded)
         if static.initializers is not None:  # constants that folding left unread are not kept (ORT warns)

@@ -38,7 +38,7 @@ def log1p(b: Builder, u: str) -> str:
     consumer measured (OpenVINO's Log near 1 is ~57 ulps off, which the other form inherits). Elsewhere (float64:
     onnxruntime has no double Atanh; CANN's graph mode claims no Atanh) log(v) * u / (v - 1) with v = 1 + u, and
     u where v rounds to 1 (exact to a few ulps where Log is)."""
-    if b.compute == TensorProto.FLOAT and b.static.atanh:
+    if b.compute == TensorProto.FLOAT and b.static.portable:
         two = b.const(2.0)
         return b.op("Mul", two, b.op("Atanh", b.op("Div", u, b.op("Add", two, u))))
     one = b.const(1.0)

@@ -41,7 +41,9 @@ class Static:
     constants: dict[str, TensorProto] = field(default_factory=dict)  # the model's initializers
     initializers: list[TensorProto] | None = None  # made by the expansion, when constants must be initializers
     guards: bool = True
-    atanh: bool = False  # float32 log1p through Atanh (not every consumer has it: CANN's graph mode)
+    # the portable form (converters/lowering.py) computes float32 log1p through Atanh; CANN's graph mode claims
+    # no Atanh, and function bodies keep the form onnxruntime has for every type
+    portable: bool = False
 
     def static_shape(self, name: str) -> tuple[int, ...] | None:
         shape = self.shapes.get(name)
@@ -148,6 +150,13 @@ class Builder:
             return self.const(float(count), elem_type)
         return self.op("Cast", self.op("Size", same_shape or name), to=elem_type or self.compute)
 
+    def numel_full(self, over_full: str, elem_type: int | None = None) -> str:
+        """The number of elements of F: a constant where F is static (no Size), else counted on `over_full`,
+        a tensor of F's shape."""
+        if self._static_full is None:
+            return self.numel(over_full, elem_type)
+        return self.const(float(math.prod(self._static_full)), elem_type)
+
     def total(self, values: str) -> str:
         """The sum of all elements, accumulated in float64: onnxruntime's float32 ReduceSum was 7e-4 to 7e-3
         relative off over 2e7 elements (measured); a float64 sum of float32 terms is exact to ~1e-16."""
@@ -181,13 +190,11 @@ class Builder:
         double = TensorProto.DOUBLE
 
         def mean(s: Builder) -> str:
-            if s._static_full is None:
-                return s.op("Div", total(s), s.numel(loss, double))
-            count = math.prod(s._static_full)  # no Size; and no constant 0 divisor: the mean of nothing is NaN,
-            # made from the (empty) data so that no node reads constants only (CANN's graph mode claims none)
-            if not count:
+            if s._static_full is not None and not math.prod(s._static_full):
+                # no constant 0 divisor (TVM folds it): the mean of nothing is NaN, made from the (empty) data so
+                # that no node reads constants only (CANN's graph mode claims none)
                 return s.op("Mul", total(s), s.const(math.nan, double))
-            return s.op("Div", total(s), s.const(float(count), double))
+            return s.op("Div", total(s), s.numel_full(loss, double))
 
         branches = {
             "none": lambda s: loss,

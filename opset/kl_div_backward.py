@@ -123,7 +123,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     d = b.choose("reduction", {
         "none": lambda s: d,
         "sum": lambda s: d,
-        "mean": lambda s: s.op("Div", d, s.numel(d)),
+        "mean": lambda s: s.op("Div", d, s.numel_full(d)),
         "batchmean": lambda s: s.op("Div", d, s.batch_size(input)),
     })
     return sum_to_shape_of(b, d, input, shapes)

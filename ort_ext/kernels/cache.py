@@ -95,6 +95,11 @@ class UserProvided(_Stamped, caching.UserProvidedCacheLocator):
     """In NUMBA_CACHE_DIR, when it is set (numba's own order: it wins)."""
 
 
+def _remove_if_mine(path: str, owner: int) -> None:
+    if os.getpid() == owner:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 class ProcessOnly(_Stamped, caching._CacheLocator):
     """Last resort, where no other locator can write (package read-only, HOME unset or read-only, no
     NUMBA_CACHE_DIR): a directory of this process's own, removed at exit. Nothing outlives the process, so
@@ -110,7 +115,7 @@ class ProcessOnly(_Stamped, caching._CacheLocator):
     def get_cache_path(self) -> str:  # a new directory per process: no other version's files in it
         if ProcessOnly._path is None:
             ProcessOnly._path = tempfile.mkdtemp(prefix="lossops-kernels-")
-            atexit.register(shutil.rmtree, ProcessOnly._path, True)
+            atexit.register(_remove_if_mine, ProcessOnly._path, os.getpid())  # not a forked child's to remove
             print("lossops: no writable cache directory (the package is read-only and neither NUMBA_CACHE_DIR nor "
                   "a writable HOME is set): the kernels are compiled anew in this process", file=sys.stderr)
         return ProcessOnly._path
