@@ -1,6 +1,6 @@
 """ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
 lower`: standard ops only; none of them expands model-local functions): OpenVINO and tract, each an optional
-extra, and onnx's version converter to opsets 13, 17 and 23 (run on onnxruntime). Their known limits are
+extra, and onnx's version converter to opsets 13, 17, 18, 22 and 23 (run on onnxruntime). Their known limits are
 declared here, once, with the reason, and the runner reports the cases they cover as skipped, never as
 passed.
 """
@@ -122,7 +122,7 @@ CONSUMERS: dict[str, Consumer] = {
               "tract folds a comparison of a symbolic dim with 1 to false, so a gradient summed back over an "
               "input dim that is 1 only at run time comes out unsummed (silently wrong)"),
     )),
-    **{f"opset{v}": Consumer("onnx", "", _converted(v), ()) for v in (13, 17, 23)},
+    **{f"opset{v}": Consumer("onnx", "", _converted(v), ()) for v in (13, 17, 18, 22, 23)},
 }
 
 
