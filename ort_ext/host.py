@@ -314,3 +314,30 @@ def add_kernels(sess_options) -> None:
         pass
     sess_options.register_custom_ops_library(get_library_path())
     sess_options.add_session_config_entry(_MARK, "1")
+
+
+ALREADY_REGISTERED = ("these SessionOptions already have onnxruntime-extensions registered "
+                      "(register_custom_ops_library); lossops registers it itself with its kernels: pass "
+                      "SessionOptions without it")
+
+
+def refuse_a_second_registration(sess_options) -> None:
+    """SessionOptions do not say which libraries they hold, and options that loaded onnxruntime-extensions
+    twice fail at session creation with onnxruntime's "Conflicting with a registered kernel" (for ArgSort).
+    A one-node session on the options tells now, where the message can say what to do; skipped where such a
+    session would write a file (profiling, an optimised-model path)."""
+    import onnxruntime
+    from onnx import TensorProto, helper
+
+    if sess_options.enable_profiling or sess_options.optimized_model_filepath:
+        return
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "probe",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)], ir_version=8)
+    try:
+        onnxruntime.InferenceSession(model.SerializeToString(), sess_options, providers=["CPUExecutionProvider"])
+    except Exception as e:
+        if "Conflicting with a registered kernel" in str(e):
+            raise ValueError(ALREADY_REGISTERED) from None
+        raise

@@ -43,7 +43,16 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
     mode "kernels": lossops nodes run on the lossops kernels, which this call registers on `sess_options`
     (so `onnxruntime.InferenceSession(prepare(m, so), so)` is the one-call way with your own options).
     mode "decomposition": lossops nodes run as their standard-op functions; nothing is registered.
+    Options that already have onnxruntime-extensions registered are refused here, with a message saying so.
     """
+    prepared = _prepare(model, sess_options, mode)
+    if mode == "kernels" and host.kernels_available():
+        host.refuse_a_second_registration(sess_options)  # ~5 ms, once per call: only for the user's own session
+    return prepared
+
+
+def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxruntime.SessionOptions | None,
+             mode: Mode) -> bytes:
     model = load(model)
     opset.validate(model)
     _validate_kernel_nodes(model)
@@ -140,14 +149,12 @@ class InferenceSession(onnxruntime.InferenceSession):
             self.lossops_mode = "cann"
         else:
             self.lossops_mode = mode if host.kernels_available() else "decomposition"
-            model_bytes = prepare(path_or_bytes, sess_options, self.lossops_mode)
+            model_bytes = _prepare(path_or_bytes, sess_options, self.lossops_mode)  # conflicts: caught below
         try:
             super().__init__(model_bytes, sess_options, providers, provider_options, **kwargs)
         except Exception as e:
             if "Conflicting with a registered kernel" in str(e) and self.lossops_mode == "kernels":
-                raise ValueError("these SessionOptions already have onnxruntime-extensions registered "
-                                 "(register_custom_ops_library); lossops registers it itself with its kernels: pass "
-                                 "SessionOptions without it") from None
+                raise ValueError(host.ALREADY_REGISTERED) from None
             raise
         if self.lossops_mode == "cann" and cann_kept and cann.PROVIDER not in self.get_providers():
             self._cpu_fallback_or_raise("onnxruntime created the session without the CANN provider",

@@ -17,7 +17,7 @@ from onnx import TensorProto, helper
 from lossops import opset
 from lossops.conformance.cases import node_model
 from lossops.converters.lowering import lower
-from lossops.ort_ext import InferenceSession
+from lossops.ort_ext import InferenceSession, prepare
 
 f32 = np.float32
 vi = helper.make_tensor_value_info
@@ -101,6 +101,12 @@ def test_prepare_names_extensions_already_loaded():
     so.register_custom_ops_library(get_library_path())
     with pytest.raises(ValueError, match="already have onnxruntime-extensions registered"):
         InferenceSession(_model(_node(reduction="sum")).SerializeToString(), so, mode="kernels")
+    # the same through prepare() with the user's own options, which used to end in onnxruntime's message about
+    # ArgSort at the user's own session creation
+    so = onnxruntime.SessionOptions()
+    so.register_custom_ops_library(get_library_path())
+    with pytest.raises(ValueError, match="already have onnxruntime-extensions registered"):
+        prepare(_model(_node(reduction="sum")), so)
 
 
 def test_lossops_reads_no_thread_variable():
