@@ -150,12 +150,22 @@ class Builder:
             return self.const(float(count), elem_type)
         return self.op("Cast", self.op("Size", same_shape or name), to=elem_type or self.compute)
 
+    @property
+    def static_count(self) -> int | None:
+        """The number of elements of F where every shape is static (`checked` must have run), else None."""
+        return None if self._static_full is None else math.prod(self._static_full)
+
     def numel_full(self, over_full: str, elem_type: int | None = None) -> str:
         """The number of elements of F: a constant where F is static (no Size), else counted on `over_full`,
         a tensor of F's shape."""
-        if self._static_full is None:
+        if self.static_count is None:
             return self.numel(over_full, elem_type)
-        return self.const(float(math.prod(self._static_full)), elem_type)
+        return self.const(float(self.static_count), elem_type)
+
+    def divided_by_count(self, value: str, over_full: str) -> str:
+        """`value` (over F) / the number of elements of F; where F is static and empty, `value` itself (empty
+        too): no division by a constant 0, which TVM's constant folder evaluates."""
+        return value if self.static_count == 0 else self.op("Div", value, self.numel_full(over_full))
 
     def total(self, values: str) -> str:
         """The sum of all elements, accumulated in float64: onnxruntime's float32 ReduceSum was 7e-4 to 7e-3
@@ -190,7 +200,7 @@ class Builder:
         double = TensorProto.DOUBLE
 
         def mean(s: Builder) -> str:
-            if s._static_full is not None and not math.prod(s._static_full):
+            if s.static_count == 0:
                 # no constant 0 divisor (TVM folds it): the mean of nothing is NaN, made from the (empty) data so
                 # that no node reads constants only (CANN's graph mode claims none)
                 return s.op("Mul", total(s), s.const(math.nan, double))
@@ -209,7 +219,7 @@ class Builder:
         """The gradient of a reduced loss: divided by the number of elements of `input` (`x`: input in the
         compute type) for `mean`."""
         return self.choose("reduction", {"none": lambda s: grad, "sum": lambda s: grad,
-                                         "mean": lambda s: s.op("Div", grad, s.numel(input, same_shape=x))})
+                                         "mean": lambda s: s.divided_by_count(grad, x)})
 
     # --- shape rules ---
 

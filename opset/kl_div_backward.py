@@ -75,7 +75,7 @@ def _sum_by_rank(b: Builder, d: str, input: str, shapes: list[tuple]) -> str:
     shape_x, symbolic = None, []
     for k, extent in enumerate(x):
         column = [o[k] for o in others]
-        if extent == 1 and any(c != 1 for c in column):  # stretched (or perhaps: the sum over an extent 1 is it)
+        if extent == 1 and any(c != 1 for c in column):  # stretched (where F's extent is 1 too, the sum is a copy)
             d = b.op("ReduceSum", d, b.ints([k]), keepdims=1)
         elif not isinstance(extent, int) and any(c != 1 and c != extent for c in column):
             shape_x = shape_x or b.op("Shape", input)
@@ -123,7 +123,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     d = b.choose("reduction", {
         "none": lambda s: d,
         "sum": lambda s: d,
-        "mean": lambda s: s.op("Div", d, s.numel_full(d)),
+        "mean": lambda s: s.divided_by_count(d, d),
         "batchmean": lambda s: s.op("Div", d, s.batch_size(input)),
     })
     return sum_to_shape_of(b, d, input, shapes)
