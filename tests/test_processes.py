@@ -234,3 +234,48 @@ def test_read_only_package_and_no_home():
     assert done.stdout.strip() == "[[-6.0, -6.0, -6.0, -6.0]]"  # -t * g summed over the 3 rows
     notes = [line for line in done.stderr.splitlines() if line.startswith("lossops:")]
     assert len(notes) == 1 and "no writable cache directory" in notes[0], done.stderr[-3000:]
+
+
+def test_damaged_compile_cache_entries_are_compiled_again(tmp_path):
+    """A truncated, a garbage and a foreign data file (another entry's, with its checksum) and a truncated index
+    in the compile cache: the next process warns once, compiles those entries again and computes the same
+    results; the one after it loads everything silently. (Before: an unpickling error at every session
+    creation, or a crash on foreign machine code.)"""
+    import os
+    import shutil
+
+    cache = tmp_path / "cache"
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    script = textwrap.dedent("""
+        import numpy as np
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        from lossops.ort_ext.kernels import run
+        g, x, t = np.array(2.0, np.float32), np.zeros((1, 4), np.float32), np.ones((3, 4), np.float32)
+        model, feeds = node_model("KlDivBackward", [g, x, t], "float32", {"reduction": "sum"})
+        print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist(),
+              run("KlDivBackward", [g, x, t], reduction="sum").tolist())
+    """)
+
+    def python() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, env=env)
+
+    first = python()
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert first.stdout.split() == ["[[-6.0,"] + ["-6.0,"] * 2 + ["-6.0]]", "[[-6.0,"] + ["-6.0,"] * 2 + ["-6.0]]"]
+    data = sorted(cache.rglob("*.nbc"), key=lambda p: p.stat().st_size)
+    index = sorted(cache.rglob("*.nbi"))
+    assert len(data) >= 4 and len(index) >= 4 and all(p.with_name(p.name + ".sha256").exists() for p in data)
+    data[-1].write_bytes(data[-1].read_bytes()[: data[-1].stat().st_size // 2])  # truncated
+    data[-2].write_bytes(os.urandom(4096))  # garbage
+    shutil.copyfile(data[-4], data[-3])  # another entry's machine code, with its checksum, in this one's place
+    shutil.copyfile(data[-4].with_name(data[-4].name + ".sha256"), data[-3].with_name(data[-3].name + ".sha256"))
+    index[0].write_bytes(index[0].read_bytes()[:20])  # a truncated index
+    second = python()
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert second.stdout == first.stdout
+    notes = [line for line in second.stderr.splitlines() if line.startswith("lossops:")]
+    assert len(notes) == 1 and "ignored a damaged compile-cache entry" in notes[0], second.stderr[-3000:]
+    third = python()
+    assert third.returncode == 0 and third.stdout == first.stdout
+    assert "lossops:" not in third.stderr, third.stderr[-3000:]

@@ -132,6 +132,68 @@ class ProcessOnly(_Stamped, caching._CacheLocator):
         return locator
 
 
+# A damaged entry (truncated, garbage, another entry's file in its place) made every later session creation fail
+# with an unpickling error, or crash on foreign machine code. lossops' entries carry a checksum over their data
+# file's name and bytes, written after the data: a missing or wrong one is a miss (the entry is compiled and
+# written again), never a load; an index that does not unpickle is an empty index.
+_SUM = ".sha256"
+
+
+def _is_ours(cache_file: caching.IndexDataCacheFile) -> bool:
+    return os.path.basename(cache_file._cache_path).startswith("lossops-")  # a stamp's directory (_Stamped)
+
+
+def _checksum(name: str, data: bytes) -> bytes:
+    return hashlib.sha256(name.encode() + b"\0" + data).digest()
+
+
+def _damaged(what: str, error: Exception) -> None:
+    if not _damaged.said:
+        _damaged.said = True
+        print(f"lossops: ignored a damaged compile-cache entry ({what}: {type(error).__name__}); compiling it again",
+              file=sys.stderr)
+
+
+_damaged.said = False
+_numba_load_data = caching.IndexDataCacheFile._load_data
+_numba_save_data = caching.IndexDataCacheFile._save_data
+_numba_load_index = caching.IndexDataCacheFile._load_index
+
+
+def _load_data(self, name):
+    if not _is_ours(self):
+        return _numba_load_data(self, name)
+    path = self._data_path(name)
+    with open(path, "rb") as f:  # an OSError here or below is a miss to numba's `load`
+        data = f.read()
+    with open(path + _SUM, "rb") as f:  # not there yet: another process is between its two writes
+        expected = f.read()
+    if _checksum(name, data) != expected:
+        error = OSError(f"{path}: checksum mismatch")
+        _damaged(name, error)
+        raise error
+    return pickle.loads(data)
+
+
+def _save_data(self, name, data):
+    _numba_save_data(self, name, data)
+    if _is_ours(self):
+        with open(self._data_path(name), "rb") as f:
+            written = f.read()
+        with self._open_for_write(self._data_path(name) + _SUM) as f:
+            f.write(_checksum(name, written))
+
+
+def _load_index(self):
+    try:
+        return _numba_load_index(self)
+    except Exception as e:  # truncated or garbage: numba raised from pickle
+        if not _is_ours(self):
+            raise
+        _damaged(os.path.basename(self._index_path), e)
+        return {}
+
+
 def install() -> None:
     """Put lossops' locators first in numba's list (idempotent), and take the source stamp now, as the
     modules are imported: a stamp taken at the first compile read files that may have changed since the
@@ -145,3 +207,5 @@ def install() -> None:
             classes.insert(0, locator)
     if ProcessOnly not in classes:
         classes.append(ProcessOnly)
+    files = caching.IndexDataCacheFile
+    files._load_data, files._save_data, files._load_index = _load_data, _save_data, _load_index
