@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 
@@ -245,6 +248,17 @@ def main(argv: list[str] | None = None) -> int:
     from .extras import MissingExtra
 
     args = build_parser().parse_args(argv)
+
+    def interrupted(signum, frame):
+        # Ends the process here, wherever the signal lands: a KeyboardInterrupt raised inside a C callback (numba's
+        # compiler calls back into Python) is printed as "Exception ignored" and lost, and the verb ran on.
+        # Nothing is left half-written: cache entries are written to temporary files and renamed.
+        sys.stdout.flush()
+        print(f"lossops {args.verb}: interrupted", file=sys.stderr, flush=True)
+        os._exit(130)
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, interrupted) if main_thread else None
     try:
         return args.fn(args)
     except (OSError, ValueError, MissingExtra) as e:
@@ -253,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C, in a compile or a run: one line, and the shell's status for SIGINT
         print(f"lossops {args.verb}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if main_thread:  # main() called in-process (tests, a user's script) leaves the caller's handler
+            signal.signal(signal.SIGINT, previous)
 
 
 if __name__ == "__main__":
