@@ -18,8 +18,8 @@ from onnx import TensorProto, helper
 from . import opset
 from .extras import available, require
 from .opset.spec import DTYPE_NAMES, LOG_PROBABILITY, POSITIVE, PROBABILITY
-from .ort_ext import InferenceSession
-from .ort_ext.kernels import engine, workspace_bytes
+from .ort_ext import InferenceSession, machine_code
+from .ort_ext.kernels import layout, workspace_bytes
 from .timing import Timing, steady
 
 ELEM = {name: DTYPE_NAMES[name] for name in ("float32", "float16")}  # the types the targets are set for
@@ -47,9 +47,7 @@ def sample(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[s
 
 def bytes_moved(op: str, feeds: dict[str, np.ndarray], reduction: str) -> int:
     """Bytes the operator must read and write at least: the inputs whose data it reads, and its output."""
-    from .ort_ext.kernels import KERNELS
-
-    reads = KERNELS[op].reads
+    reads = machine_code.reads(op)
     names = [i.name for i in opset.get(op).inputs]
     read = sum(a.nbytes for k, a in feeds.items() if reads[names.index(k)])
     principal = feeds["input"]
@@ -195,7 +193,7 @@ def extra_memory(n: int, threads: int) -> dict[str, float]:
     for op in opset.OPS:
         feeds = sample(op, n, "float32", "none")
         inputs = [feeds.get(i.name) for i in opset.get(op).inputs]
-        extra = workspace_bytes(op, inputs, reduction="none") + engine.PLAN_BYTES + threads * engine.TASK_STACK_BYTES
+        extra = workspace_bytes(op, inputs, reduction="none") + layout.PLAN_BYTES + threads * layout.TASK_STACK_BYTES
         out[op] = extra / (n * 4)
     return out
 
@@ -266,8 +264,49 @@ def plot(rows: list[Row], path: str) -> None:
     fig.savefig(path)
 
 
+def machine_code_table(ops: list[str], sizes: list[int], blocks: int) -> str:
+    """The prebuilt machine code of each level this CPU runs against numba's JIT of the same source, timed side
+    by side in one process through the numpy front end (one thread: the code, not the threading): per row the
+    JIT's time over the level's (above 1: the prebuilt code is faster)."""
+    from .ort_ext.kernels import run_with
+
+    require("numba", "lossops bench --machine-code (the JIT to compare with)")
+    codes = {"jit": machine_code.Jit("numba JIT", tuple(ops))}
+    for level in machine_code.cpu_levels():
+        found = machine_code.load_prebuilt(level)
+        if isinstance(found, str):
+            raise SystemExit(f"lossops bench --machine-code: {found}")
+        codes[level] = found
+    levels = [c for c in codes if c != "jit"]
+    lines = [f"| operator | dtype | reduction | n | JIT ms | {' | '.join(f'{lv} ×' for lv in levels)} |",
+             "|---|---|---|---|---|" + "---|" * len(levels)]
+    ratios: dict[str, list[float]] = {lv: [] for lv in levels}
+    for op in ops:
+        for dtype in ["float32", "float16"]:
+            for reduction in ["none", "mean"]:
+                for n in sizes:
+                    feeds = sample(op, n, dtype, reduction)
+                    inputs = [feeds.get(i.name) for i in opset.get(op).inputs]
+                    runners = {name: lambda c=c, i=inputs, r=reduction, o=op: run_with(c, o, i, reduction=r)
+                               for name, c in codes.items()}
+                    t = steady(runners, blocks=blocks, calls=max(3, min(25, int(2e6 // n))), quiet=n >= QUIET_FROM)
+                    cells = []
+                    for lv in levels:
+                        ratios[lv].append(t["jit"].median / t[lv].median)
+                        cells.append(f"{ratios[lv][-1]:.2f}")
+                    lines.append(f"| {op} | {dtype} | {reduction} | {n:.0e} | {t['jit'].median * 1e3:.3f} | "
+                                 + " | ".join(cells) + " |")
+    means = [f"{float(np.exp(np.mean(np.log(ratios[lv])))):.3f} (min {min(ratios[lv]):.2f})" for lv in levels]
+    lines.append(f"| geometric mean | | | | | {' | '.join(means)} |")
+    return "\n".join(lines)
+
+
 def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: bool, threads: int | None = None,
-         ops: list[str] | None = None) -> int:
+         ops: list[str] | None = None, compare_machine_code: bool = False) -> int:
+    if compare_machine_code:
+        sizes = [1000, 100_000] if quick else [10**k for k in range(3, 8)]
+        print(machine_code_table(ops or list(opset.OPS), sizes, blocks))
+        return 0
     if plot_path:
         require("matplotlib", "lossops bench --plot")  # before minutes of measuring, not after
     threads = threads or len(os.sched_getaffinity(0))

@@ -91,7 +91,11 @@ def _doctor(args: argparse.Namespace) -> int:
 
     print(f"onnxruntime {onnxruntime.__version__} ({onnxruntime.get_device()}), providers compiled in: "
           + ", ".join(onnxruntime.get_available_providers()))
-    print(f"lossops kernels (onnxruntime-extensions): {'available' if host.kernels_available() else 'not installed'}")
+    from .ort_ext import machine_code
+
+    code = machine_code.code() if host.kernels_available() else None
+    print("lossops kernels: " + (f"{code.source} (CPU levels: {', '.join(machine_code.cpu_levels()) or 'none'})"
+                                 if code else "not available here: lossops nodes run as their decomposition"))
     kit = cann.toolkit()
     for name, value in kit.env.items():
         print(f"{name}: {value or '(not set)'}")
@@ -105,7 +109,8 @@ def _doctor(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
-    return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op)
+    return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op,
+                      args.machine_code)
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -206,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="threads for every runner (default: the CPUs this process may use)")
     bench.add_argument("--op", action="append", choices=sorted(OPS), help="only this operator (repeatable)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    bench.add_argument("--machine-code", action="store_true",
+                       help="instead: each prebuilt x86-64 level against numba's JIT, one thread (needs lossops[jit])")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
     bench.set_defaults(fn=_bench)
 

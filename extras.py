@@ -1,8 +1,9 @@
 """The optional dependencies: which extra of `lossops` brings each, and the one way to import them.
 
-The base install (numpy, numba, onnx, onnxruntime, onnxruntime-extensions) runs every operator, the checker,
-lowering, the conformance suite and the benchmark. Everything else is imported where it is used, through
-`require`, so that a missing one is a one-line message naming the extra, not a traceback.
+The base install (numpy, onnx, onnxruntime, onnxruntime-extensions, and the kernels' machine code where the
+wheel carries it) runs every operator, the checker, lowering, the conformance suite and the benchmark.
+Everything else is imported where it is used, through `require`, so that a missing one is a one-line message
+naming the extra, not a traceback.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ import importlib
 from types import ModuleType
 
 # module -> the extra of lossops that installs it (pyproject.toml's [project.optional-dependencies])
-EXTRAS = {"torch": "torch", "onnxscript": "script", "matplotlib": "plot", "safetensors": "train", "tqdm": "train"}
+EXTRAS = {"numba": "jit", "torch": "torch", "onnxscript": "script", "matplotlib": "plot", "safetensors": "train",
+          "tqdm": "train"}
 
 
 class MissingExtra(ImportError):

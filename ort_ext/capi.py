@@ -1,5 +1,5 @@
 """Every fact about ONNX Runtime's C interface that lossops relies on, in one place: the OrtApi slots it
-calls, the OrtCustomOp struct it fills, the calling convention of compiled calls, and C allocation.
+calls, the OrtCustomOp struct it fills, and C allocation (compiled code calls the slots through ort_ext/compiled.py).
 
 No package on the registries ships onnxruntime_c_api.h (FACTS.md), so the slots are numbers. `OrtApi` is a
 table of function pointers that only grows at its end: a slot keeps its meaning in every later release.
@@ -11,11 +11,6 @@ on the live table at the first kernel a process creates.
 from __future__ import annotations
 
 import ctypes as C
-
-from llvmlite import ir
-from numba import types
-from numba.core import cgutils
-from numba.extending import intrinsic
 
 # OrtApi slot (0-based index into the function-pointer table): the ones lossops calls, by name.
 SLOTS = {
@@ -44,56 +39,6 @@ ORT_FAIL, ORT_INVALID_ARGUMENT = 1, 2  # OrtErrorCode
 def slot_address(api: int, name: str) -> int:
     """The address of OrtApi function `name` in the table at `api`."""
     return C.cast(api, C.POINTER(C.c_void_p))[SLOTS[name]]
-
-
-# --- calls from compiled code --------------------------------------------------------------------------
-# Every OrtApi function lossops calls takes pointers and size_t and returns an OrtStatus* (or nothing), so
-# all arguments travel as 64-bit integers and the result comes back as one: the same machine signature on
-# x86-64 and aarch64 (a void function leaves the result register unread).
-
-@intrinsic
-def call(typingctx, fn, args):
-    """Call the C function at address `fn` with a tuple of 64-bit integer arguments; its result as int64."""
-    if not (isinstance(fn, types.Integer) and isinstance(args, types.BaseTuple)
-            and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in args)):
-        return None
-
-    def codegen(context, builder, sig, llargs):
-        i64 = ir.IntType(64)
-        values = [builder.extract_value(llargs[1], k) for k in range(len(args))]
-        target = builder.inttoptr(llargs[0], ir.FunctionType(i64, [i64] * len(values)).as_pointer())
-        return builder.call(target, values)
-
-    return types.int64(fn, args), codegen
-
-
-@intrinsic
-def malloc(typingctx, nbytes):
-    """libc malloc, from compiled code (the symbol is resolved when numba links, so the code can be cached)."""
-    if not isinstance(nbytes, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(8).as_pointer(),
-                                                                            [ir.IntType(64)]), "malloc")
-        return builder.ptrtoint(builder.call(fn, [args[0]]), ir.IntType(64))
-
-    return types.int64(nbytes), codegen
-
-
-@intrinsic
-def free(typingctx, address):
-    """libc free, from compiled code."""
-    if not isinstance(address, types.Integer):
-        return None
-
-    def codegen(context, builder, sig, args):
-        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(),
-                                                                            [ir.IntType(8).as_pointer()]), "free")
-        builder.call(fn, [builder.inttoptr(args[0], ir.IntType(8).as_pointer())])
-        return context.get_dummy_value()
-
-    return types.none(address), codegen
 
 
 # --- C memory from Python --------------------------------------------------------------------------------

@@ -3,15 +3,16 @@
 Why not `onnxruntime_extensions.onnx_op`: its handler converts every element through a Python list, aborts
 the process on any Python exception, cannot take float16/bfloat16 and has neither optional inputs nor
 optional attributes (FACTS.md). Instead each operator and element type is an `OrtCustomOp` handed to the
-extensions library's `AddExternalCustomOp`, and the function ORT calls per run is compiled (numba `cfunc`):
+extensions library's `AddExternalCustomOp`, and the function ORT calls per run is machine code (prebuilt, or
+compiled by numba: ort_ext/machine_code.py, ort_ext/compiled.py):
 it reads the inputs' shapes and data through the OrtApi table, lets the engine check them against the
 operator's rules, allocates the output through ORT, and runs the tiles on the session's own intra-op threads
 (`KernelContext_ParallelFor`: the session's thread setting holds, and nothing of lossops' lives in a thread
 that a fork or Ctrl-C could leave behind). Every error becomes an OrtStatus that `run()` raises.
 
 Python runs only when a session is created: `CreateKernelV2` reads and checks the node's attributes and
-writes the kernel's state into C memory, which ORT releases with C `free`. The compiled functions are made
-immortal, so that they outlive the interpreter's teardown like the C memory they serve.
+writes the kernel's state into C memory, which ORT releases with C `free`. The machine code is never unloaded,
+so that it outlives the interpreter's teardown like the C memory it serves.
 
 The library registers external ops only in its `ai.onnx.contrib` domain, so `prepare` renames lossops nodes
 to `ai.onnx.contrib::Lossops<Op>` (prefixed: a name that collides with another op there makes the library's
@@ -21,140 +22,39 @@ registration loop forever).
 from __future__ import annotations
 
 import ctypes as C
-import functools
+import importlib.util
 import threading
-
-import numpy as np
-from numba import cfunc, types
+from pathlib import Path
 
 from ..opset import OPS
-from . import capi
-from .kernels import KERNELS, engine
-from .kernels.native import stack, view
+from . import capi, machine_code
+from .kernels import layout
+from .kernels.layout import (
+    S_API,
+    S_COMPUTE,
+    S_ELEM_TYPE,
+    S_ITEMSIZE,
+    S_LOG_TARGET,
+    S_REDUCTION,
+    S_WORKER,
+    STATE_WORDS,
+)
 
 KERNEL_DOMAIN = "ai.onnx.contrib"
-ELEMENT_TYPES = tuple(engine.ELEMENT_TYPES)  # the kernels' types, each with its storage dtype there
-
-# A kernel's state: int64 words in C memory (written at session creation, read by every run).
-COMPUTE, API, WORKER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET = range(7)
-STATE_WORDS = 7
-_PLAN_BYTES = engine.PLAN_BYTES  # a module constant: `stack` takes a literal
-_API_WORDS = 512  # a bound for viewing the OrtApi table (its highest slot used here is 274)
-S = capi.SLOTS
-_CREATE_STATUS, _MUTABLE_DATA, _ELEMENT_TYPE, _DIMS_COUNT, _DIMS, _TYPE_AND_SHAPE = (
-    S["CreateStatus"], S["GetTensorMutableData"], S["GetTensorElementType"], S["GetDimensionsCount"],
-    S["GetDimensions"], S["GetTensorTypeAndShape"])
-_INPUT_COUNT, _INPUT, _OUTPUT, _RELEASE_INFO, _PARALLEL_FOR = (
-    S["KernelContext_GetInputCount"], S["KernelContext_GetInput"], S["KernelContext_GetOutput"],
-    S["ReleaseTensorTypeAndShapeInfo"], S["KernelContext_ParallelFor"])
-_OUT_OF_MEMORY = np.frombuffer(b"lossops: out of memory for a kernel's workspace of ", np.uint8).copy()
-_BYTES = np.frombuffer(b" bytes", np.uint8).copy()
-_COMPUTE = types.int64(types.int64, types.int64)  # OrtStatus* (void* kernel, OrtKernelContext*), as integers
-_WORKER = types.void(types.int64, types.uint64)  # void (void* plan, size_t task)
+ELEMENT_TYPES = tuple(layout.ELEMENT_TYPES)  # the kernels' types, each with its storage dtype there
 
 
 def kernel_op_type(op_type: str) -> str:
     return f"Lossops{op_type}"
 
 
-@functools.cache
 def compiled(op_name: str) -> tuple[int, int]:
-    """(compute, worker): the addresses of the compiled functions ORT calls for `op_name` (compiled on first
-    use, from numba's cache when it has them)."""
-    n_inputs = len(OPS[op_name].inputs)
-    op = op_name  # a literal for the engine's per-operator entry points
-
-    @cfunc(_WORKER, cache=True, error_model="numpy", nogil=True)
-    def worker(plan, i):
-        engine.task(op, plan, i)
-
-    @cfunc(_COMPUTE, cache=True, error_model="numpy", nogil=True)
-    def compute(kernel, context):
-        state = view(kernel, STATE_WORDS, np.int64)
-        api = view(state[API], _API_WORDS, np.int64)
-        plan = stack(_PLAN_BYTES)
-        w = view(plan, engine.PLAN_WORDS, np.int64)
-        for k in range(engine.OPERANDS):
-            w[k] = 0
-        w[engine.ELEM_TYPE], w[engine.ITEMSIZE] = state[ELEM_TYPE], state[ITEMSIZE]
-        w[engine.REDUCTION], w[engine.LOG_TARGET] = state[REDUCTION], state[LOG_TARGET]
-        out = view(stack(16), 2, np.int64)  # out-parameters of the API calls
-        out_address = out.ctypes.data
-        status = capi.call(api[_INPUT_COUNT], (context, out_address))
-        count = out[0]
-        for j in range(n_inputs):
-            a = engine.OPERANDS + j * engine.OPERAND_WORDS
-            w[a + engine.O_PRESENT] = 0
-            if status or j >= count:
-                continue
-            status = capi.call(api[_INPUT], (context, np.int64(j), out_address))
-            value = out[0]
-            if status or value == 0:  # an absent optional input
-                continue
-            status = capi.call(api[_TYPE_AND_SHAPE], (value, out_address))
-            if status:
-                continue
-            info = out[0]
-            status = capi.call(api[_ELEMENT_TYPE], (info, out_address))
-            elem_type = out[0] & 0xFFFFFFFF  # an enum (int) written into a 64-bit slot
-            if status == 0:
-                status = capi.call(api[_DIMS_COUNT], (info, out_address))
-            rank = out[0]
-            if status == 0 and rank <= engine.MAX_RANK:  # a larger rank is reported by the engine
-                status = capi.call(api[_DIMS], (info, plan + 8 * (a + engine.O_DIMS), rank))
-            capi.call(api[_RELEASE_INFO], (info,))
-            if status == 0:
-                status = capi.call(api[_MUTABLE_DATA], (value, out_address))
-            w[a + engine.O_PRESENT], w[a + engine.O_ADDRESS] = 1, out[0]
-            w[a + engine.O_ELEM_TYPE], w[a + engine.O_RANK] = elem_type, rank
-        if status:
-            return status
-        if engine.plan(op, plan):
-            return capi.call(api[_CREATE_STATUS], (np.int64(capi.ORT_INVALID_ARGUMENT), plan + engine.MESSAGE))
-        status = capi.call(api[_OUTPUT], (context, np.int64(0), plan + 8 * engine.OUT_DIMS, w[engine.OUT_RANK],
-                                          out_address))
-        if status == 0:
-            status = capi.call(api[_MUTABLE_DATA], (out[0], out_address))
-        if status:
-            return status
-        w[engine.OUT_ADDRESS] = out[0]
-        workspace = 0
-        if w[engine.WORKSPACE_BYTES]:
-            workspace = capi.malloc(w[engine.WORKSPACE_BYTES] + 64)
-            if workspace == 0:
-                msg = view(plan + engine.MESSAGE, engine.MESSAGE_BYTES, np.uint8)
-                pos = engine.put_int(msg, engine.put(msg, 0, _OUT_OF_MEMORY), w[engine.WORKSPACE_BYTES])
-                msg[engine.put(msg, pos, _BYTES)] = 0
-                return capi.call(api[_CREATE_STATUS], (np.int64(capi.ORT_FAIL), plan + engine.MESSAGE))
-            w[engine.WORKSPACE] = (workspace + 63) // 64 * 64
-        engine.start(op, plan)
-        tasks = w[engine.NTASKS]
-        if tasks > 1:
-            status = capi.call(api[_PARALLEL_FOR], (context, state[WORKER], tasks, np.int64(0), plan))
-        elif tasks == 1:
-            engine.task(op, plan, 0)
-        if status == 0:
-            engine.finish(op, plan)
-        if workspace:
-            capi.free(workspace)
-        return status
-
-    _immortal(worker, compute)
-    return compute.address, worker.address
-
-
-@cfunc(_COMPUTE, cache=True)
-def _trampoline(kernel, context):
-    """KernelComputeV2 of every lossops op: the state's first word is its operator's compute function (so
-    an operator is compiled when a session first uses it, not when the library is registered)."""
-    return capi.call(view(kernel, 1, np.int64)[0], (kernel, context))
-
-
-def _immortal(*objects) -> None:
-    """Keep compiled functions (and the machine code they own) alive through interpreter teardown: a session
-    still running in another thread then must not jump into freed memory."""
-    for obj in objects:
-        C.pythonapi.Py_IncRef(C.py_object(obj))
+    """(compute, worker): the addresses of the machine code ORT calls for `op_name` (compiled by numba on first
+    use where the code is not prebuilt). ValueError for an operator without a kernel."""
+    code = machine_code.code()
+    if code is None:
+        raise RuntimeError("lossops: the kernels are not available here")
+    return code.address(op_name, "compute"), code.address(op_name, "task")
 
 
 class _Registered:
@@ -168,7 +68,7 @@ class _Registered:
         self.struct.version = capi.OP_VERSION
         for field, callback in callbacks.items():
             setattr(self.struct, field, callback)
-        self.struct.KernelComputeV2 = _trampoline.address
+        self.struct.KernelComputeV2 = machine_code.code().trampoline()
         self.struct.KernelDestroy = capi.FREE
 
 
@@ -262,24 +162,22 @@ class Host:
         compute, worker = compiled(entry.op.name)
         state = capi.c_alloc(8 * STATE_WORDS)  # released by ORT through C free (KernelDestroy)
         words = (C.c_int64 * STATE_WORDS).from_address(state)
-        words[COMPUTE], words[API], words[WORKER] = compute, api_address, worker
-        words[ELEM_TYPE], words[ITEMSIZE] = entry.elem_type, engine.ELEMENT_TYPES[entry.elem_type].itemsize
-        words[REDUCTION] = engine.REDUCTION_CODES[attrs["reduction"]]
-        words[LOG_TARGET] = attrs.get("log_target", 0)
+        words[S_COMPUTE], words[S_API], words[S_WORKER] = compute, api_address, worker
+        words[S_ELEM_TYPE], words[S_ITEMSIZE] = entry.elem_type, layout.ELEMENT_TYPES[entry.elem_type].itemsize
+        words[S_REDUCTION] = layout.REDUCTION_CODES[attrs["reduction"]]
+        words[S_LOG_TARGET] = attrs.get("log_target", 0)
         kernel_out[0] = state
         return None
 
     def register_all(self) -> None:
         """Hand every operator x element type to the extensions library, once per process, before the
         library is first loaded into session options (it reads its list then)."""
-        from onnxruntime_extensions import get_library_path
-
         with self._lock:
             if self._ops:
                 return
-            library = C.CDLL(get_library_path())
+            library = C.CDLL(extensions_library())
             library.AddExternalCustomOp.argtypes, library.AddExternalCustomOp.restype = [C.c_void_p], C.c_bool
-            for name in KERNELS:
+            for name in machine_code.code().ops:
                 for elem_type in ELEMENT_TYPES:
                     entry = _Registered(name, elem_type, self._callbacks)
                     self._ops[C.addressof(entry.struct)] = entry
@@ -290,12 +188,23 @@ class Host:
 HOST = Host()
 
 
+def extensions_library() -> str:
+    """onnxruntime-extensions' shared library, found without importing its package (whose __init__ imports torch
+    where torch is installed: seconds per process)."""
+    spec = importlib.util.find_spec("onnxruntime_extensions")
+    found = sorted(Path(spec.origin).parent.glob("_extensions_pydll*")) if spec and spec.origin else []
+    if not found:
+        raise RuntimeError("lossops: onnxruntime-extensions is not installed (or has no library): "
+                           "pip install onnxruntime-extensions")
+    return str(found[0])
+
+
 def kernels_available() -> bool:
-    try:
-        import onnxruntime_extensions  # noqa: F401
-    except ImportError:
+    """Whether sessions run the lossops kernels here: onnxruntime-extensions is installed and machine code for
+    them exists (prebuilt, or numba to compile it; machine_code.py says once why not)."""
+    if importlib.util.find_spec("onnxruntime_extensions") is None:
         return False
-    return True
+    return machine_code.code() is not None
 
 
 _MARK = "lossops.kernels_registered"  # a session config entry: travels with the options object
@@ -304,15 +213,13 @@ _MARK = "lossops.kernels_registered"  # a session config entry: travels with the
 def add_kernels(sess_options) -> None:
     """Register the lossops kernels on an `onnxruntime.SessionOptions` (for models prepared by
     `lossops.ort_ext.prepare`). Idempotent: ORT refuses a session whose options loaded the library twice."""
-    from onnxruntime_extensions import get_library_path
-
     HOST.register_all()
     try:
         sess_options.get_session_config_entry(_MARK)
         return
     except RuntimeError:
         pass
-    sess_options.register_custom_ops_library(get_library_path())
+    sess_options.register_custom_ops_library(extensions_library())
     sess_options.add_session_config_entry(_MARK, "1")
 
 

@@ -79,17 +79,19 @@ def test_check_a_directory(tmp_path):
 
 
 def test_ctrl_c_during_a_compile_is_one_line(tmp_path):
-    """SIGINT while the kernels compile (an empty cache directory: nothing to load) ends the verb with one line
-    and the shell's status for SIGINT."""
+    """SIGINT while numba compiles the kernels (the JIT, an empty cache directory: nothing to load) ends the verb
+    with one line and the shell's status for SIGINT; before it, one line said what was compiling."""
     import os
     import signal
     import time
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "LOSSOPS_KERNELS": "jit"}
     process = subprocess.Popen([sys.executable, "-m", "lossops", "demo", "-o", str(tmp_path / "m.onnx")],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     time.sleep(8)  # imports done, compiling (a compile takes tens of seconds)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
     assert process.returncode == 130, err[-2000:]
-    assert err.strip().splitlines() == ["lossops demo: interrupted"]
+    lines = err.strip().splitlines()
+    assert lines[-1] == "lossops demo: interrupted" and len(lines) == 2, err[-2000:]
+    assert lines[0].startswith("lossops: compiling the kernels of ") and "with numba" in lines[0]

@@ -13,8 +13,9 @@ import pytest
 from lossops import bench, opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import Spec, spec_case
-from lossops.ort_ext.kernels import KERNELS, _planned, engine, halves, run
+from lossops.ort_ext.kernels import _planned, engine, halves, run
 from lossops.ort_ext.kernels.native import STREAMING_STORES, view
+from lossops.ort_ext.kernels.registry import KERNELS
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 
@@ -230,13 +231,13 @@ def test_plan_record_words_match_the_dtype():
 
 
 def test_source_stamp_is_taken_at_import():
-    """The cache stamp reflects the sources the process imported, not files changed under it later: a fresh
-    process has it as soon as the kernels are imported, before anything is compiled."""
+    """The stamp reflects the sources the process imported, not files changed under it later: a fresh process
+    has it as soon as the kernels' front end is imported, before any machine code is loaded or compiled."""
     import subprocess
     import sys
 
-    code = ("from lossops.ort_ext.kernels import cache; "
-            "print(cache.source_hash.cache_info().currsize, cache.source_hash.cache_info().misses)")
+    code = ("from lossops.ort_ext.kernels import run; from lossops.ort_ext import machine_code as m; "
+            "print(m.source_stamp.cache_info().currsize, m.source_stamp.cache_info().misses)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["1", "1"], done.stderr[-2000:]
 

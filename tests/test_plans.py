@@ -26,8 +26,9 @@ from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import DTYPES, Spec, np_dtype, spec_case
 from lossops.conformance.tolerance import compare
 from lossops.opset.spec import BROADCAST, EXACT, LOG_PROBABILITY
-from lossops.ort_ext.kernels import KERNELS, _planned, engine, run
+from lossops.ort_ext.kernels import _planned, engine, run
 from lossops.ort_ext.kernels.native import STREAMING_STORES
+from lossops.ort_ext.kernels.registry import KERNELS
 
 from draws import values
 from record import MAX_ULPS

@@ -15,7 +15,7 @@ import pytest
 
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
-from lossops.ort_ext import InferenceSession
+from lossops.ort_ext import InferenceSession, machine_code
 
 LARGE = 3 * 10**5  # above the size at which the kernels split work over the session's threads
 
@@ -195,7 +195,7 @@ def test_rank_beyond_numpy(mode):
         assert session.run_with_ort_values(None, feeds)[0].shape() == [1] * 65
 
 
-def _read_only_run(script: str) -> subprocess.CompletedProcess:
+def _read_only_run(script: str, kernels: str | None = None) -> subprocess.CompletedProcess:
     """`script` in a process that sees the lossops package and every home directory read-only, with HOME and
     NUMBA_CACHE_DIR unset (a container image built as root and run as another user): a private mount namespace
     with read-only bind mounts. Skipped, saying so, where this process may not make one (not root)."""
@@ -212,27 +212,49 @@ def _read_only_run(script: str) -> subprocess.CompletedProcess:
     probe = ["unshare", "-m", "sh", "-c", "mount --bind -o ro /tmp /tmp"]
     if shutil.which("unshare") is None or subprocess.run(probe, capture_output=True).returncode != 0:
         pytest.skip("making the package read-only needs `unshare -m` with CAP_SYS_ADMIN (root), absent here")
-    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("HOME", "NUMBA_CACHE_DIR", "XDG_CACHE_HOME", "LOSSOPS_KERNELS")}
+    if kernels is not None:
+        env["LOSSOPS_KERNELS"] = kernels
     command = f'{binds} && exec "$0" -c "$1"'
     return subprocess.run(["unshare", "-m", "sh", "-c", command, sys.executable, textwrap.dedent(script)],
                           capture_output=True, text=True, timeout=600, env=env)
 
 
-def test_read_only_package_and_no_home():
-    """Import, session and run work with nothing writable but the temporary directory; the process says in
-    one line that it compiles without a cache."""
-    done = _read_only_run("""
-        import numpy as np
-        from lossops.conformance.cases import node_model
-        from lossops.ort_ext import InferenceSession
-        x, t = np.zeros((1, 4), np.float32), np.ones((3, 4), np.float32)
-        model, feeds = node_model("KlDivBackward", [np.array(2.0, np.float32), x, t], "float32",
-                                  {"reduction": "sum"})
-        print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist())
-    """)
+_KL_SUM = """
+    import numpy as np
+    from lossops.conformance.cases import node_model
+    from lossops.ort_ext import InferenceSession, machine_code
+    x, t = np.zeros((1, 4), np.float32), np.ones((3, 4), np.float32)
+    model, feeds = node_model("KlDivBackward", [np.array(2.0, np.float32), x, t], "float32", {"reduction": "sum"})
+    print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist(), machine_code.code().source)
+"""
+
+
+def _jit_notes(stderr: str) -> list[str]:
+    """lossops' lines on stderr, less the JIT's 'compiling ...'/'compiled ...' progress lines."""
+    return [line for line in stderr.splitlines() if line.startswith("lossops:")
+            and not line.startswith(("lossops: compiling the kernels", "lossops: compiled "))]
+
+
+@pytest.mark.skipif(not (machine_code.manifest() or {}).get("levels"),
+                    reason="no prebuilt kernels in ort_ext/prebuilt/ (CI copies the built wheel's there)")
+def test_read_only_package_and_no_home_prebuilt():
+    """With the wheel's machine code: nothing to compile, nothing to write, nothing to say (onnxruntime itself
+    warns that it cannot persist its telemetry identifier under a read-only HOME)."""
+    done = _read_only_run(_KL_SUM)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "[[-6.0, -6.0, -6.0, -6.0]]"  # -t * g summed over the 3 rows
-    notes = [line for line in done.stderr.splitlines() if line.startswith("lossops:")]
+    assert done.stdout.startswith("[[-6.0, -6.0, -6.0, -6.0]] prebuilt x86-64-v"), done.stdout
+    assert "lossops" not in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
+def test_read_only_package_and_no_home():
+    """The JIT with nothing writable but the temporary directory: import, session and run work, and the process
+    says in one line that it compiles without a cache."""
+    done = _read_only_run(_KL_SUM, kernels="jit")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "[[-6.0, -6.0, -6.0, -6.0]] numba JIT"  # -t * g summed over the 3 rows
+    notes = _jit_notes(done.stderr)
     assert len(notes) == 1 and "no writable cache directory" in notes[0], done.stderr[-3000:]
 
 
@@ -245,7 +267,7 @@ def test_damaged_compile_cache_entries_are_compiled_again(tmp_path):
     import shutil
 
     cache = tmp_path / "cache"
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache)}
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache), "LOSSOPS_KERNELS": "jit"}
     script = textwrap.dedent("""
         import numpy as np
         from lossops.conformance.cases import node_model
@@ -274,7 +296,7 @@ def test_damaged_compile_cache_entries_are_compiled_again(tmp_path):
     second = python()
     assert second.returncode == 0, second.stderr[-3000:]
     assert second.stdout == first.stdout
-    notes = [line for line in second.stderr.splitlines() if line.startswith("lossops:")]
+    notes = _jit_notes(second.stderr)
     assert len(notes) == 1 and "ignored a damaged compile-cache entry" in notes[0], second.stderr[-3000:]
     third = python()
     assert third.returncode == 0 and third.stdout == first.stdout

@@ -12,7 +12,7 @@ from lossops.conformance import reference_ops
 from lossops.conformance.cases import node_specs
 from lossops.conformance.oracle import ORACLES
 from lossops.converters.aten import TRANSLATIONS
-from lossops.ort_ext.kernels import KERNELS
+from lossops.ort_ext.kernels.registry import KERNELS
 
 
 def missing_layers(name: str, specs=None) -> list[str]:

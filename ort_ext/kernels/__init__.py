@@ -1,104 +1,28 @@
-"""The lossops kernels: one compiled tile loop per operator (`<operator>.py`), attached to the operator's
-record with `@kernel`, and the compiled core that checks, lays out and runs a call (`engine.py`).
+"""The lossops kernels: one tile loop per operator (`<operator>.py`, attached to its record with `@kernel` and
+found by registry.py), and the core that checks, lays out and runs a call (`layout.py`), both compiled: ahead of
+time into a wheel's libraries, or by numba in this process (ort_ext/machine_code.py decides which).
 
-Nothing here imports ONNX Runtime: the host (ort_ext/host.py) runs these kernels inside a session, on its
-threads; `run` runs them on numpy arrays, serially, for tests and for use without a session.
+This module is the numpy front end, `run`: the kernels on numpy arrays, serially, for tests and for use without a
+session. It imports neither numba nor ONNX Runtime; the host (ort_ext/host.py) runs the same code inside a
+session, on the session's threads.
 """
 
 from __future__ import annotations
 
+import ctypes
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
 
-import numba
 import numpy as np
 from onnx import TensorProto
 
-from . import cache  # first: every compiled function of lossops must be cached under its locators
-
-cache.install()
-
-from ... import opset  # noqa: E402
-from ...opset.spec import OpDef  # noqa: E402
-from . import engine  # noqa: E402
+from ... import opset
+from .. import machine_code
+from . import layout
 
 
 class InvalidInput(ValueError):
     """An input that the operator's contract rejects; the message names the operator, the input and the rule."""
 
-
-@dataclass(frozen=True)
-class Kernel:
-    """What the engine needs of an operator, all of it fixed when numba compiles the operator's entry points.
-
-    `tile(v0, v1, v2, v3, v4, out, m, scale, flag, tmp)` computes `out[:m]` from the operand views (in schema
-    order; inputs the loop does not read get a placeholder), `scale` (mean/batchmean factor of a gradient),
-    `flag` (log_target) and `tmp`, a compute-type scratch tile.
-    """
-
-    op: OpDef
-    tile: Callable
-    reads: tuple[bool, ...]  # per input slot (padded to engine.MAX_INPUTS): does the loop read its data
-    task_tiles: int  # tiles per task: a task is the unit of work handed to a thread
-
-    @property
-    def roles(self) -> tuple[int, ...]:
-        return tuple(engine.RULE_CODES[i.shape] for i in self.op.inputs)
-
-    @property
-    def optional(self) -> tuple[bool, ...]:
-        return tuple(i.optional for i in self.op.inputs)
-
-    @property
-    def principal(self) -> int:
-        return self.op.principal
-
-    @property
-    def reduces(self) -> bool:
-        return self.op.reduces
-
-    @property
-    def output_input(self) -> bool:
-        return self.op.output_shape == "input"
-
-    @property
-    def names(self) -> np.ndarray:
-        """The operator's name and its inputs' names, NUL-separated, for the engine's error messages."""
-        text = "\0".join([self.op.name, *(i.name for i in self.op.inputs)]) + "\0"
-        return np.frombuffer(text.encode(), np.uint8).copy()
-
-
-KERNELS: dict[str, Kernel] = {}
-
-
-def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
-    """Register a tile loop as the kernel of `op_name`; it reads the data of the inputs named in `reads`.
-    `task_elements` is how much work a thread takes at a time: enough that handing it over costs little
-    (measured in `lossops bench`: 64K elements for the memory-bound loops, 16K for those with exp/log)."""
-    op = opset.get(op_name)
-
-    def register(tile):
-        names = [i.name for i in op.inputs]
-        unknown = set(reads) - set(names)
-        if unknown:
-            raise ValueError(f"{op_name}: reads unknown inputs {sorted(unknown)}")
-        slots = tuple(n in reads for n in names) + (False,) * (engine.MAX_INPUTS - len(names))
-        KERNELS[op_name] = Kernel(op, tile, slots, max(1, task_elements // engine.TILE))
-        return tile
-
-    return register
-
-
-# the loops register themselves on import
-from . import (  # noqa: E402, F401
-    binary_cross_entropy,
-    binary_cross_entropy_backward,
-    binary_cross_entropy_with_logits,
-    binary_cross_entropy_with_logits_backward,
-    kl_div,
-    kl_div_backward,
-)
 
 ELEMENT_TYPES: dict[np.dtype, int] = {np.dtype(np.float32): TensorProto.FLOAT, np.dtype(np.float64): TensorProto.DOUBLE,
                                       np.dtype(np.float16): TensorProto.FLOAT16}
@@ -110,29 +34,21 @@ except ImportError:  # pragma: no cover
     pass
 
 
+_STEP = {"plan": ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64),
+         "start": ctypes.CFUNCTYPE(None, ctypes.c_int64),
+         "task": ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_uint64),
+         "finish": ctypes.CFUNCTYPE(None, ctypes.c_int64)}
+
+
 @functools.cache
-def entry_points(op_name: str):
-    """The engine's compiled entry points for one operator, callable from Python with a PLAN's address."""
-    if op_name not in KERNELS:
-        raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(KERNELS)}")
-
-    @numba.njit(cache=True)
-    def plan(address):
-        return engine.plan(op_name, address)
-
-    @numba.njit(cache=True)
-    def start(address):
-        engine.start(op_name, address)
-
-    @numba.njit(cache=True)
-    def task(address, i):
-        engine.task(op_name, address, i)
-
-    @numba.njit(cache=True)
-    def finish(address):
-        engine.finish(op_name, address)
-
-    return plan, start, task, finish
+def entry_points(op_name: str, code: machine_code.Code | None = None):
+    """The compiled steps of one operator's call (plan, start, task, finish), callable with a PLAN's address:
+    of `code`, or of the process's machine code (machine_code.code())."""
+    code = code or machine_code.code()
+    if code is None:
+        raise RuntimeError("lossops: the kernels are not available here (see the note above); "
+                           "pip install 'lossops[jit]' for them")
+    return tuple(_STEP[kind](code.address(op_name, kind)) for kind in ("plan", "start", "task", "finish"))
 
 
 def message(plan: np.ndarray) -> str:
@@ -141,14 +57,14 @@ def message(plan: np.ndarray) -> str:
     return raw[:raw.index(b"\0")].decode("utf-8", "replace")
 
 
-def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict):
+def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict,
+             code: machine_code.Code | None = None):
     """(plan, arrays, dtype) of a call on numpy arrays, checked; InvalidInput when the inputs break the
     operator's contract."""
-    if op_name not in KERNELS:
-        raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(KERNELS)}")
-    kernel_ = KERNELS[op_name]
-    attrs = kernel_.op.resolve(attributes)
-    formal = kernel_.op.inputs
+    steps = entry_points(op_name, code)  # ValueError for an operator without a kernel
+    op = opset.get(op_name)
+    attrs = op.resolve(attributes)
+    formal = op.inputs
     if len(inputs) > len(formal):
         raise InvalidInput(f"{op_name}: takes at most {len(formal)} inputs, got {len(inputs)}")
     arrays = [None if a is None else np.require(a, requirements="C") for a in inputs]  # keeps rank 0
@@ -157,21 +73,21 @@ def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict):
         got = "no inputs" if first is None else f"input '{formal[first].name}' of element type {arrays[first].dtype}"
         raise InvalidInput(f"{op_name}: got {got}; expected float16, bfloat16, float or double tensors")
     dtype = arrays[first].dtype
-    plan = np.zeros(1, engine.PLAN)
+    plan = np.zeros(1, layout.PLAN)
     p = plan[0]
     p["elem_type"], p["itemsize"] = ELEMENT_TYPES[dtype], dtype.itemsize
-    p["reduction"] = engine.REDUCTION_CODES[attrs["reduction"]]
+    p["reduction"] = layout.REDUCTION_CODES[attrs["reduction"]]
     p["log_target"] = attrs.get("log_target", 0)
     for j, a in enumerate(arrays):
         if a is None:
             continue
-        if a.ndim > engine.MAX_RANK:  # numpy stops at 64 dims; the engine reports more for ORT's inputs
+        if a.ndim > layout.MAX_RANK:  # numpy stops at 64 dims; the engine reports more for ORT's inputs
             raise InvalidInput(f"{op_name}: input '{formal[j].name}' has rank {a.ndim}")
         o = plan["operands"][0, j]
         o["present"], o["address"], o["rank"] = 1, a.ctypes.data, a.ndim
         o["elem_type"] = ELEMENT_TYPES.get(a.dtype, 0)
         o["dims"][:a.ndim] = a.shape
-    if entry_points(op_name)[0](plan.ctypes.data):
+    if steps[0](plan.ctypes.data):
         raise InvalidInput(message(plan))
     return plan, arrays, dtype
 
@@ -193,13 +109,19 @@ def _empty_aligned(shape: tuple, dtype: np.dtype) -> np.ndarray:
 def run(op_name: str, inputs: list[np.ndarray | None], **attributes) -> np.ndarray:
     """Run an operator's kernel on numpy arrays (inputs in schema order, None for an absent optional input),
     serially; the result is a new array. Raises InvalidInput when the inputs break the operator's contract."""
-    plan, _pointed_at, dtype = _planned(op_name, inputs, attributes)  # the plan points into these: keep them alive
-    storage = engine.ELEMENT_TYPES[ELEMENT_TYPES[dtype]]
+    return run_with(None, op_name, inputs, **attributes)
+
+
+def run_with(code: machine_code.Code | None, op_name: str, inputs: list[np.ndarray | None],
+             **attributes) -> np.ndarray:
+    """`run` on the machine code `code` (None: the process's)."""
+    plan, _pointed_at, dtype = _planned(op_name, inputs, attributes, code)  # the plan points into these
+    storage = layout.ELEMENT_TYPES[ELEMENT_TYPES[dtype]]
     out = _empty_aligned(tuple(plan["out_dims"][0, :plan["out_rank"][0]]), dtype)
     workspace = _empty_aligned((int(plan["workspace_bytes"][0]),), np.dtype(np.uint8))
     plan["out_address"] = out.view(storage).ctypes.data if out.size else 0
     plan["workspace"] = workspace.ctypes.data
-    _, start, task, finish = entry_points(op_name)
+    _, start, task, finish = entry_points(op_name, code)
     address = plan.ctypes.data
     start(address)
     for i in range(int(plan["ntasks"][0])):
@@ -208,4 +130,4 @@ def run(op_name: str, inputs: list[np.ndarray | None], **attributes) -> np.ndarr
     return out
 
 
-__all__ = ["KERNELS", "InvalidInput", "Kernel", "entry_points", "kernel", "run", "workspace_bytes"]
+__all__ = ["InvalidInput", "entry_points", "run", "run_with", "workspace_bytes"]

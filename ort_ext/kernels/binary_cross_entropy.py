@@ -5,10 +5,10 @@ from __future__ import annotations
 import numba
 
 from ...opset.binary_cross_entropy import LOG_CLAMP
-from . import kernel
 from .halves import load, store
 from .mathf import log, log1p
 from .native import like, select
+from .registry import kernel
 
 
 @kernel("BinaryCrossEntropy", reads=("input", "target", "weight"), task_elements=1 << 14)

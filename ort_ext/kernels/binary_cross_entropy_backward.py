@@ -5,9 +5,9 @@ from __future__ import annotations
 import numba
 
 from ...opset.binary_cross_entropy_backward import EPSILON
-from . import kernel
 from .halves import load, store
 from .native import like, select
+from .registry import kernel
 
 
 @kernel("BinaryCrossEntropyBackward", reads=("grad_output", "input", "target", "weight"), task_elements=1 << 16)

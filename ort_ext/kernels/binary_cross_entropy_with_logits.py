@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numba
 
-from . import kernel
 from .halves import load, store
 from .mathf import exp, log1p_unit
 from .native import fmuladd, like, select
+from .registry import kernel
 
 
 @kernel("BinaryCrossEntropyWithLogits", reads=("input", "target", "weight", "pos_weight"), task_elements=1 << 14)

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numba
 
-from . import kernel
 from .halves import load, store
 from .mathf import exp
 from .native import like, select
+from .registry import kernel
 
 
 @kernel("BinaryCrossEntropyWithLogitsBackward", reads=("grad_output", "input", "target", "weight", "pos_weight"),

@@ -20,7 +20,6 @@ Other packages' functions keep numba's own locators.
 from __future__ import annotations
 
 import atexit
-import functools
 import hashlib
 import os
 import pickle
@@ -31,18 +30,13 @@ from pathlib import Path
 
 from numba.core import caching
 
-_PACKAGE = Path(__file__).resolve().parents[2]  # the lossops package (the repository root in a checkout)
-# everything compiled code reads: the kernels and their engine, the ORT host, the operator records' constants
-_SOURCES = ("ort_ext/kernels", "ort_ext", "opset")
+from .. import machine_code
+
+_PACKAGE = machine_code.PACKAGE
 
 
-@functools.cache
 def source_hash() -> bytes:
-    digest = hashlib.sha256()
-    for folder in _SOURCES:
-        for path in sorted((_PACKAGE / folder).glob("*.py")):
-            digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.digest()
+    return bytes.fromhex(machine_code.source_stamp())
 
 
 def _ours(py_file: str) -> bool:

@@ -107,8 +107,15 @@ def _float_to_half_hw(typingctx, f):
     return types.uint16(f), codegen
 
 
-_features = llvm.get_host_cpu_features()
-HARDWARE_HALF = platform.machine().lower() not in ("x86_64", "amd64") or bool(_features.get("f16c"))
+def _target_has(feature: str) -> bool:
+    """Whether the CPU numba compiles for has `feature`: the host's, or NUMBA_CPU_FEATURES' (set by
+    ort_ext/aot.py for each x86-64 level a wheel carries)."""
+    if numba.config.CPU_FEATURES is not None:
+        return f"+{feature}" in numba.config.CPU_FEATURES.split(",")
+    return bool(llvm.get_host_cpu_features().get(feature))
+
+
+HARDWARE_HALF = platform.machine().lower() not in ("x86_64", "amd64") or _target_has("f16c")
 _to_float = _half_to_float_hw if HARDWARE_HALF else half_to_float
 _to_half = _float_to_half_hw if HARDWARE_HALF else float_to_half
 

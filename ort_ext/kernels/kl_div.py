@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numba
 
-from . import kernel
 from .halves import load, store
 from .mathf import exp, log
 from .native import like, select
+from .registry import kernel
 
 
 @kernel("KlDiv", reads=("input", "target"), task_elements=1 << 14)

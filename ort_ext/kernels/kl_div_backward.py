@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numba
 
-from . import kernel
 from .halves import load, store
 from .mathf import exp
+from .registry import kernel
 
 
 @kernel("KlDivBackward", reads=("grad_output", "target"), task_elements=1 << 16)

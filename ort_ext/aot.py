@@ -1,0 +1,154 @@
+"""Compile the kernels ahead of time, when a wheel is built: `python -m lossops.ort_ext.aot OUT_DIR`.
+
+For each x86-64 level (machine_code.LEVELS), a process of its own has numba compile the functions of
+ort_ext/compiled.py for that level (NUMBA_CPU_NAME/NUMBA_CPU_FEATURES: numba's optimiser then vectorises for the
+level's registers, as its JIT does for the host), takes each function's LLVM IR, gives the entry point a stable
+name (`lossops_<Operator>_<kind>`, `lossops_trampoline`) and every other symbol internal linkage, has LLVM
+emit an object file for the level's CPU, and links the objects into one shared library with the system C
+compiler. Why this route: the kernels stay the numba source they are, the machine code is the JIT's own (same
+IR, same optimiser), and the libraries need neither numba nor Python at run time.
+
+numba's function wrappers reference its runtime and CPython on their error paths (unpickling an exception,
+taking the GIL to print it). The kernels never raise (error_model="numpy", no allocation through numba), so
+those paths are never taken: the symbols are defined by stubs in the library, hidden, so they never stand in
+for the real ones of a process that has them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import machine_code
+
+
+def _system_symbol(name: str) -> bool:
+    for lib in ("libc.so.6", "libm.so.6"):
+        try:
+            if hasattr(ctypes.CDLL(lib), name):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _object(ir_text: str, entry: str, exported: str, machine) -> tuple[bytes, set[str], set[str]]:
+    """(object code, undefined functions, undefined data) of one compiled function's module, its entry point
+    renamed `exported` and everything else made internal."""
+    from llvmlite import binding as llvm
+
+    module = llvm.parse_assembly(ir_text)
+    for fn in module.functions:
+        if fn.is_declaration:
+            continue
+        if fn.name == entry:
+            fn.name = exported
+        else:
+            fn.linkage = llvm.Linkage.internal
+    undefined_data = set()
+    for gv in module.global_variables:
+        if gv.is_declaration:
+            undefined_data.add(gv.name)
+        else:
+            gv.linkage = llvm.Linkage.internal
+    module.verify()
+    undefined = {fn.name for fn in module.functions if fn.is_declaration and not fn.name.startswith("llvm.")}
+    return machine.emit_object(module), undefined, undefined_data
+
+
+def _stubs(functions: set[str], data: set[str], stamp: str) -> str:
+    lines = ["/* lossops: numba's and CPython's symbols on the never-taken error paths of numba's wrappers. */",
+             "#define HIDDEN __attribute__((visibility(\"hidden\")))"]
+    lines += [f"HIDDEN long {name}(void) {{ return 0; }}" for name in sorted(functions)]
+    lines += [f"HIDDEN void *{name} = 0;" for name in sorted(data)]
+    lines.append(f'__attribute__((visibility("default"))) const char *lossops_stamp = "{stamp}";')
+    return "\n".join(lines) + "\n"
+
+
+def build_level(level: str, out: Path) -> None:
+    """In a process whose numba targets `level` (see `main`): compile every function, link the library."""
+    from llvmlite import binding as llvm
+
+    from . import compiled
+    from .kernels.registry import KERNELS
+
+    compiled.CACHE = False
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    machine = target.create_target_machine(cpu=level, features=machine_code.llvm_features(level), opt=3,
+                                           reloc="pic", codemodel="default")
+    work = Path(tempfile.mkdtemp(prefix=f"lossops-aot-{level}-"))
+    try:
+        objects, functions, data = [], set(), set()
+        jobs = [(f"lossops_{op}_{kind}", lambda op=op, kind=kind: compiled.functions(op)[kind])
+                for op in KERNELS for kind in machine_code.KINDS]
+        jobs.append(("lossops_trampoline", compiled.trampoline))
+        for exported, get in jobs:
+            fn = get()
+            code, undefined, undefined_data = _object(fn._library.get_llvm_str(), fn.native_name, exported, machine)
+            path = work / f"{exported}.o"
+            path.write_bytes(code)
+            objects.append(str(path))
+            functions |= undefined
+            data |= undefined_data
+        stubs = work / "stubs.c"
+        stubs.write_text(_stubs({f for f in functions if not _system_symbol(f)}, data, machine_code.source_stamp()))
+        cc = os.environ.get("CC", "cc")
+        library = out / f"lossops_kernels-{level}.so"
+        subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(library), *objects,
+                        str(stubs), "-lm", "-Wl,-z,defs", "-Wl,-z,noexecstack", "-Wl,--strip-debug"], check=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def write_manifest(out: Path, levels: list[str]) -> None:
+    """What machine_code.py reads: the sources' stamp, each level's library, what each kernel reads."""
+    from .kernels.registry import KERNELS
+
+    manifest = {
+        "stamp": machine_code.source_stamp(),
+        "levels": {level: f"lossops_kernels-{level}.so" for level in levels},
+        "ops": {op: {"reads": list(k.reads[:len(k.op.inputs)])} for op, k in KERNELS.items()},
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lossops.ort_ext.aot", description=__doc__.split("\n")[0])
+    parser.add_argument("out", type=Path, help="the directory to write the libraries and manifest.json into")
+    parser.add_argument("--levels", nargs="*", default=list(machine_code.LEVELS), choices=list(machine_code.LEVELS))
+    parser.add_argument("--level-only", choices=list(machine_code.LEVELS), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.level_only:  # the child process of one level
+        build_level(args.level_only, args.out)
+        return 0
+
+    def child(level: str) -> tuple[str, float]:
+        env = dict(os.environ, NUMBA_CPU_NAME=level, NUMBA_CPU_FEATURES=machine_code.llvm_features(level),
+                   NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="lossops-aot-cache-"))
+        began = time.perf_counter()
+        try:
+            subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(args.out), "--level-only", level],
+                           env=env, check=True)
+        finally:
+            shutil.rmtree(env["NUMBA_CACHE_DIR"], ignore_errors=True)
+        return level, time.perf_counter() - began
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(args.levels)) as pool:  # mostly one core each
+        for level, seconds in pool.map(child, args.levels):
+            print(f"lossops aot: {level} in {seconds:.0f} s", file=sys.stderr)
+    write_manifest(args.out, args.levels)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,263 @@
+"""The functions compiled from the kernels' Python source: per operator, the ONNX Runtime callbacks
+(`compute`, and `task`, run on the session's intra-op threads) and the numpy front end's steps (`plan`,
+`start`, `task`, `finish`), plus the `trampoline` every lossops op is registered with.
+
+One definition serves both ways the machine code is made: numba compiles these in a process that has numba
+(a checkout, `lossops[jit]`; cached on disk by kernels/cache.py), and ort_ext/aot.py compiles the same
+functions when a wheel is built, into libraries that need neither numba nor Python (machine_code.py loads them).
+
+The compiled code never calls into Python and never raises (error_model="numpy", no allocation through numba's
+runtime): it runs inside ONNX Runtime's threads, and in the prebuilt libraries numba's runtime is absent.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import sys
+import time
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils, sigutils
+from numba.core.ccallback import CFunc
+from numba.extending import intrinsic
+
+from . import capi
+from .kernels import cache
+
+cache.install()  # before any lossops function is compiled: the cache's locators and source stamp
+
+from ..opset import OPS  # noqa: E402
+from .kernels import engine  # noqa: E402
+from .kernels.layout import (  # noqa: E402
+    S_API,
+    S_ELEM_TYPE,
+    S_ITEMSIZE,
+    S_LOG_TARGET,
+    S_REDUCTION,
+    S_WORKER,
+    STATE_WORDS,
+)
+from .kernels.native import stack, view  # noqa: E402
+from .kernels.registry import KERNELS  # noqa: E402
+
+CACHE = True  # numba's on-disk cache; ort_ext/aot.py turns it off (the wheel carries the code instead)
+
+_PLAN_BYTES = engine.PLAN_BYTES  # a module constant: `stack` takes a literal
+_API_WORDS = 512  # a bound for viewing the OrtApi table (its highest slot used here is 274)
+S = capi.SLOTS
+_CREATE_STATUS, _MUTABLE_DATA, _ELEMENT_TYPE, _DIMS_COUNT, _DIMS, _TYPE_AND_SHAPE = (
+    S["CreateStatus"], S["GetTensorMutableData"], S["GetTensorElementType"], S["GetDimensionsCount"],
+    S["GetDimensions"], S["GetTensorTypeAndShape"])
+_INPUT_COUNT, _INPUT, _OUTPUT, _RELEASE_INFO, _PARALLEL_FOR = (
+    S["KernelContext_GetInputCount"], S["KernelContext_GetInput"], S["KernelContext_GetOutput"],
+    S["ReleaseTensorTypeAndShapeInfo"], S["KernelContext_ParallelFor"])
+_OUT_OF_MEMORY = np.frombuffer(b"lossops: out of memory for a kernel's workspace of ", np.uint8).copy()
+_BYTES = np.frombuffer(b" bytes", np.uint8).copy()
+
+# Signatures, with every pointer an int64. Every OrtApi function lossops calls takes pointers and size_t and
+# returns an OrtStatus* (or nothing), the same machine signature on x86-64 and aarch64.
+SIGNATURES = {
+    "compute": types.int64(types.int64, types.int64),  # OrtStatus* (void* kernel state, OrtKernelContext*)
+    "task": types.void(types.int64, types.uint64),  # void (void* plan, size_t task): ORT's ParallelFor callback
+    "plan": types.int64(types.int64),  # status (void* plan)
+    "start": types.void(types.int64),
+    "finish": types.void(types.int64),
+}
+KINDS = tuple(SIGNATURES)
+
+
+@intrinsic
+def call(typingctx, fn, args):
+    """Call the C function at address `fn` with a tuple of 64-bit integer arguments; its result as int64."""
+    if not (isinstance(fn, types.Integer) and isinstance(args, types.BaseTuple)
+            and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in args)):
+        return None
+
+    def codegen(context, builder, sig, llargs):
+        i64 = ir.IntType(64)
+        values = [builder.extract_value(llargs[1], k) for k in range(len(args))]
+        target = builder.inttoptr(llargs[0], ir.FunctionType(i64, [i64] * len(values)).as_pointer())
+        return builder.call(target, values)
+
+    return types.int64(fn, args), codegen
+
+
+@intrinsic
+def malloc(typingctx, nbytes):
+    """libc malloc, from compiled code."""
+    if not isinstance(nbytes, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.IntType(8).as_pointer(),
+                                                                            [ir.IntType(64)]), "malloc")
+        return builder.ptrtoint(builder.call(fn, [args[0]]), ir.IntType(64))
+
+    return types.int64(nbytes), codegen
+
+
+@intrinsic
+def free(typingctx, address):
+    """libc free, from compiled code."""
+    if not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ir.VoidType(),
+                                                                            [ir.IntType(8).as_pointer()]), "free")
+        builder.call(fn, [builder.inttoptr(args[0], ir.IntType(8).as_pointer())])
+        return context.get_dummy_value()
+
+    return types.none(address), codegen
+
+
+_OPTIONS = {"nopython": True, "error_model": "numpy", "nogil": True}
+
+
+def _cfunc(fn, kind: str) -> CFunc:
+    """numba's @cfunc, cached on disk where CACHE is set."""
+    compiled = _uncompiled(fn, kind)
+    if CACHE:
+        compiled.enable_caching()
+    compiled.compile()
+    return compiled
+
+
+def _uncompiled(fn, kind: str) -> CFunc:
+    return CFunc(fn, sigutils.normalize_signature(SIGNATURES[kind]), locals={}, options=dict(_OPTIONS))
+
+
+def _cached(compiled: CFunc) -> bool:
+    return compiled._cache.load_overload(compiled._sig, compiled._targetdescr.target_context) is not None
+
+
+@functools.cache
+def functions(op_name: str) -> dict[str, CFunc]:
+    """The compiled functions of operator `op_name`, by kind (KINDS)."""
+    if op_name not in KERNELS:
+        raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(KERNELS)}")
+    n_inputs = len(OPS[op_name].inputs)
+    op = op_name  # a literal for the engine's per-operator entry points
+
+    def task(plan, i):
+        engine.task(op, plan, i)
+
+    def plan(address):
+        return engine.plan(op, address)
+
+    def start(address):
+        engine.start(op, address)
+
+    def finish(address):
+        engine.finish(op, address)
+
+    def compute(kernel, context):
+        state = view(kernel, STATE_WORDS, np.int64)
+        api = view(state[S_API], _API_WORDS, np.int64)
+        plan = stack(_PLAN_BYTES)
+        w = view(plan, engine.PLAN_WORDS, np.int64)
+        for k in range(engine.OPERANDS):
+            w[k] = 0
+        w[engine.ELEM_TYPE], w[engine.ITEMSIZE] = state[S_ELEM_TYPE], state[S_ITEMSIZE]
+        w[engine.REDUCTION], w[engine.LOG_TARGET] = state[S_REDUCTION], state[S_LOG_TARGET]
+        out = view(stack(16), 2, np.int64)  # out-parameters of the API calls
+        out_address = out.ctypes.data
+        status = call(api[_INPUT_COUNT], (context, out_address))
+        count = out[0]
+        for j in range(n_inputs):
+            a = engine.OPERANDS + j * engine.OPERAND_WORDS
+            w[a + engine.O_PRESENT] = 0
+            if status or j >= count:
+                continue
+            status = call(api[_INPUT], (context, np.int64(j), out_address))
+            value = out[0]
+            if status or value == 0:  # an absent optional input
+                continue
+            status = call(api[_TYPE_AND_SHAPE], (value, out_address))
+            if status:
+                continue
+            info = out[0]
+            status = call(api[_ELEMENT_TYPE], (info, out_address))
+            elem_type = out[0] & 0xFFFFFFFF  # an enum (int) written into a 64-bit slot
+            if status == 0:
+                status = call(api[_DIMS_COUNT], (info, out_address))
+            rank = out[0]
+            if status == 0 and rank <= engine.MAX_RANK:  # a larger rank is reported by the engine
+                status = call(api[_DIMS], (info, plan + 8 * (a + engine.O_DIMS), rank))
+            call(api[_RELEASE_INFO], (info,))
+            if status == 0:
+                status = call(api[_MUTABLE_DATA], (value, out_address))
+            w[a + engine.O_PRESENT], w[a + engine.O_ADDRESS] = 1, out[0]
+            w[a + engine.O_ELEM_TYPE], w[a + engine.O_RANK] = elem_type, rank
+        if status:
+            return status
+        if engine.plan(op, plan):
+            return call(api[_CREATE_STATUS], (np.int64(capi.ORT_INVALID_ARGUMENT), plan + engine.MESSAGE))
+        status = call(api[_OUTPUT], (context, np.int64(0), plan + 8 * engine.OUT_DIMS, w[engine.OUT_RANK],
+                                     out_address))
+        if status == 0:
+            status = call(api[_MUTABLE_DATA], (out[0], out_address))
+        if status:
+            return status
+        w[engine.OUT_ADDRESS] = out[0]
+        workspace = 0
+        if w[engine.WORKSPACE_BYTES]:
+            workspace = malloc(w[engine.WORKSPACE_BYTES] + 64)
+            if workspace == 0:
+                msg = view(plan + engine.MESSAGE, engine.MESSAGE_BYTES, np.uint8)
+                pos = engine.put_int(msg, engine.put(msg, 0, _OUT_OF_MEMORY), w[engine.WORKSPACE_BYTES])
+                msg[engine.put(msg, pos, _BYTES)] = 0
+                return call(api[_CREATE_STATUS], (np.int64(capi.ORT_FAIL), plan + engine.MESSAGE))
+            w[engine.WORKSPACE] = (workspace + 63) // 64 * 64
+        engine.start(op, plan)
+        tasks = w[engine.NTASKS]
+        if tasks > 1:
+            status = call(api[_PARALLEL_FOR], (context, state[S_WORKER], tasks, np.int64(0), plan))
+        elif tasks == 1:
+            engine.task(op, plan, 0)
+        if status == 0:
+            engine.finish(op, plan)
+        if workspace:
+            free(workspace)
+        return status
+
+    definitions = {"compute": compute, "task": task, "plan": plan, "start": start, "finish": finish}
+    first = time.perf_counter()
+    said = False
+    result = {}
+    for kind, fn in definitions.items():
+        if CACHE and not said:
+            probe = _uncompiled(fn, kind)
+            probe.enable_caching()
+            if not _cached(probe):
+                said = True
+                print(f"lossops: compiling the kernels of {op_name} with numba (about a minute, once: "
+                      "later processes load it from the cache)", file=sys.stderr, flush=True)
+        result[kind] = _cfunc(fn, kind)
+    if said:
+        print(f"lossops: compiled {op_name} in {time.perf_counter() - first:.0f} s", file=sys.stderr, flush=True)
+    _immortal(*result.values())
+    return result
+
+
+def _immortal(*objects) -> None:
+    """Keep compiled functions (and the machine code they own) alive through interpreter teardown: a session
+    still running in another thread then must not jump into freed memory."""
+    for obj in objects:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+@functools.cache
+def trampoline() -> CFunc:
+    """KernelComputeV2 of every lossops op: the state's first word is its operator's compute function (so an
+    operator's code is looked up when a session first uses it, not when the library is registered)."""
+
+    def lossops_trampoline(kernel, context):
+        return call(view(kernel, 1, np.int64)[0], (kernel, context))
+
+    compiled = _cfunc(lossops_trampoline, "compute")
+    _immortal(compiled)
+    return compiled

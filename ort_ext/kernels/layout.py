@@ -1,0 +1,97 @@
+"""The PLAN record one kernel call is carried by, and the codes and sizes the engine and its front ends share.
+
+Plain numpy: the ONNX Runtime host and the numpy front end read and fill the record without importing numba,
+and the compiled engine (engine.py) reads it as int64 words at the offsets derived here from the dtype.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...opset.spec import REDUCTIONS
+
+TILE = 1024
+MAX_RANK = 64  # numpy's limit; ONNX has none, and lossops reports a higher rank as a clear error
+MAX_INPUTS = 5
+MESSAGE_BYTES = 2048
+# An elementwise output at least this large is written with non-temporal stores (x86-64): a plain store first
+# reads each line it writes, so a large output cost twice its bytes. Measured on the 2-core Zen 3 VM: KL backward
+# at 1e7 float32 went from 22 to 36 GB/s and was faster from 3e5 elements up (1.2 MB); below 2 MiB an output
+# may still be in the writing core's L2 when the next node reads it, so smaller ones are stored as usual.
+STREAM_BYTES = 2 << 20
+# A REDUCE call keeps a float64 partial per tile, or per run of tiles where it has more than this many tiles.
+MAX_PARTIALS = 1 << 20
+# A SUMBACK call splits over tasks (one accumulator of the output's size each) only where every task covers at least
+# SUMBACK_SPREAD times the output's elements, and while the accumulators fit in SUMBACK_BYTES.
+SUMBACK_SPREAD = 64
+SUMBACK_BYTES = 32 << 20
+
+# operand kinds (UNREAD: the loop never reads its data, e.g. KlDivBackward's input, or no such input)
+ABSENT, FULL, PERIODIC, GENERAL, UNREAD = 0, 1, 2, 3, 4
+# what a call computes
+ELEMENTWISE, REDUCE, SUMBACK = 0, 1, 2
+# status
+OK, MISSING, WRONG_TYPE, NOT_EXACT, NOT_FITS, NOT_BROADCAST, TOO_MANY_DIMS, TOO_LARGE = range(8)
+# shape rules, as codes (opset.spec)
+RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3}
+_EXACT, _FITS, _BROADCAST = 1, 2, 3
+# ONNX element types (TensorProto) and their storage in the loops: numba has no float16/bfloat16 scalars
+FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
+ELEMENT_TYPES = {FLOAT: np.dtype(np.float32), DOUBLE: np.dtype(np.float64), FLOAT16: np.dtype(np.uint16),
+                 BFLOAT16: np.dtype(np.int16)}
+REDUCTION_CODES = {name: code for code, name in enumerate(REDUCTIONS)}  # aten's and aclnn's codes
+_NONE, _MEAN, _BATCHMEAN = REDUCTION_CODES["none"], REDUCTION_CODES["mean"], REDUCTION_CODES["batchmean"]
+
+_i8 = np.int64
+OPERAND = np.dtype([
+    ("present", _i8), ("kind", _i8), ("address", _i8), ("elem_type", _i8), ("rank", _i8),
+    ("period", _i8),  # PERIODIC: element i is the operand's element i % period
+    ("ext", _i8),  # PERIODIC: workspace offset of its TILE + period repeated elements
+    ("dims", _i8, (MAX_RANK,)),  # the operand's own shape
+    ("strides", _i8, (MAX_RANK,)),  # in elements, over the plan's merged dims (0 where broadcast)
+])
+PLAN = np.dtype([
+    ("status", _i8), ("culprit", _i8), ("other", _i8),
+    ("elem_type", _i8), ("itemsize", _i8), ("reduction", _i8), ("log_target", _i8),
+    ("mode", _i8), ("n", _i8), ("ntiles", _i8), ("task_tiles", _i8), ("ntasks", _i8),
+    ("chunk", _i8),  # REDUCE: consecutive tiles summed into one partial
+    ("scale", np.float64),
+    ("out_rank", _i8), ("out_numel", _i8), ("out_address", _i8),
+    ("stream", _i8),  # 1: the output is written with non-temporal stores (when its address allows)
+    ("workspace", _i8), ("workspace_bytes", _i8), ("partials", _i8), ("accumulator", _i8),
+    ("rank", _i8), ("dims", _i8, (MAX_RANK,)),  # F, merged
+    ("out_dims", _i8, (MAX_RANK,)),
+    ("operands", OPERAND, (MAX_INPUTS,)),
+    ("message", np.uint8, (MESSAGE_BYTES,)),
+])
+PLAN_BYTES = PLAN.itemsize
+PLAN_WORDS = PLAN_BYTES // 8
+
+
+def _word(dtype: np.dtype, name: str) -> int:
+    return dtype.fields[name][1] // 8
+
+
+(STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
+ OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
+ OPERANDS) = (_word(PLAN, f) for f in PLAN.names[:-1])
+MESSAGE = PLAN.fields["message"][1]  # in bytes
+OPERAND_WORDS = OPERAND.itemsize // 8
+O_PRESENT, O_KIND, O_ADDRESS, O_ELEM_TYPE, O_RANK, O_PERIOD, O_EXT, O_DIMS, O_STRIDES = (
+    _word(OPERAND, f) for f in OPERAND.names)
+
+
+# stack buffer sizes (constants: `stack` takes a literal)
+_RANK_BYTES = 8 * MAX_RANK
+_TILE_BYTES = 8 * TILE
+_GATHER_BYTES = 8 * TILE * MAX_INPUTS
+_BLOCK_SUMS = TILE // 128
+_BLOCK_SUMS_BYTES = 8 * _BLOCK_SUMS
+_OPERAND_BYTES = 8 * MAX_INPUTS
+# the stack a thread uses while it runs a task: gathered operands, two compute tiles, a multi-index, views
+TASK_STACK_BYTES = _GATHER_BYTES + 2 * _TILE_BYTES + _RANK_BYTES + 2 * _OPERAND_BYTES + _BLOCK_SUMS_BYTES
+
+# A kernel's state (ort_ext/host.py writes it at session creation into C memory ORT frees; the compiled
+# `compute` reads it on every run): int64 words.
+S_COMPUTE, S_API, S_WORKER, S_ELEM_TYPE, S_ITEMSIZE, S_REDUCTION, S_LOG_TARGET = range(7)
+STATE_WORDS = 7

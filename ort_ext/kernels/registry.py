@@ -1,0 +1,88 @@
+"""The kernels' tile loops, one module per operator (`<operator in snake case>.py`), each attached to its
+operator's record with `@kernel`; imported here, so the engine and the compiled entry points find them by name."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ... import opset
+from ...opset.spec import OpDef
+from . import layout
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """What the engine needs of an operator, all of it fixed when numba compiles the operator's entry points.
+
+    `tile(v0, v1, v2, v3, v4, out, m, scale, flag, tmp)` computes `out[:m]` from the operand views (in schema
+    order; inputs the loop does not read get a placeholder), `scale` (mean/batchmean factor of a gradient),
+    `flag` (log_target) and `tmp`, a compute-type scratch tile.
+    """
+
+    op: OpDef
+    tile: Callable
+    reads: tuple[bool, ...]  # per input slot (padded to layout.MAX_INPUTS): does the loop read its data
+    task_tiles: int  # tiles per task: a task is the unit of work handed to a thread
+
+    @property
+    def roles(self) -> tuple[int, ...]:
+        return tuple(layout.RULE_CODES[i.shape] for i in self.op.inputs)
+
+    @property
+    def optional(self) -> tuple[bool, ...]:
+        return tuple(i.optional for i in self.op.inputs)
+
+    @property
+    def principal(self) -> int:
+        return self.op.principal
+
+    @property
+    def reduces(self) -> bool:
+        return self.op.reduces
+
+    @property
+    def output_input(self) -> bool:
+        return self.op.output_shape == "input"
+
+    @property
+    def names(self):
+        """The operator's name and its inputs' names, NUL-separated, for the engine's error messages."""
+        import numpy as np
+
+        text = "\0".join([self.op.name, *(i.name for i in self.op.inputs)]) + "\0"
+        return np.frombuffer(text.encode(), np.uint8).copy()
+
+
+KERNELS: dict[str, Kernel] = {}
+
+
+def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
+    """Register a tile loop as the kernel of `op_name`; it reads the data of the inputs named in `reads`.
+    `task_elements` is how much work a thread takes at a time: enough that handing it over costs little
+    (measured with `lossops bench`: 64K elements for the memory-bound loops, 16K for those with exp/log)."""
+    op = opset.get(op_name)
+
+    def register(tile):
+        names = [i.name for i in op.inputs]
+        unknown = set(reads) - set(names)
+        if unknown:
+            raise ValueError(f"{op_name}: reads unknown inputs {sorted(unknown)}")
+        slots = tuple(n in reads for n in names) + (False,) * (layout.MAX_INPUTS - len(names))
+        KERNELS[op_name] = Kernel(op, tile, slots, max(1, task_elements // layout.TILE))
+        return tile
+
+    return register
+
+
+def module_name(op_name: str) -> str:
+    """An operator's tile module: its name in snake case (KlDivBackward: kl_div_backward)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", op_name).lower()
+
+
+for _op in opset.OPS:  # an operator with a tile module has a kernel; one without runs as its decomposition
+    if importlib.util.find_spec(f"{__package__}.{module_name(_op)}") is not None:
+        importlib.import_module(f"{__package__}.{module_name(_op)}")

@@ -1,0 +1,50 @@
+"""The kernels' machine code, compiled when a wheel is built (ort_ext/aot.py): pyproject.toml holds the rest.
+
+On Linux x86-64 the wheel carries one library per x86-64 level and is a platform wheel; elsewhere, or with
+LOSSOPS_AOT=0, it is pure Python and the kernels need `lossops[jit]`. Editable installs compile nothing here:
+numba compiles the kernels when first used.
+"""
+
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+from setuptools import setup
+from setuptools.command.bdist_wheel import bdist_wheel
+from setuptools.command.build_py import build_py
+
+
+def _prebuilt() -> bool:
+    return (sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
+            and os.environ.get("LOSSOPS_AOT", "1") != "0")
+
+
+class BuildWithKernels(build_py):
+    def find_package_modules(self, package, package_dir):
+        # the repository root is the package `lossops`: this script sits among its modules but is not one
+        modules = super().find_package_modules(package, package_dir)
+        return [m for m in modules if not (package == "lossops" and m[1] == "setup")]
+
+    def run(self):
+        super().run()
+        if self.editable_mode or not _prebuilt():
+            return
+        out = Path(self.build_lib, "lossops", "ort_ext", "prebuilt")
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([self.build_lib, os.environ.get("PYTHONPATH", "")]))
+        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(out)], env=env, check=True,
+                       cwd=self.build_lib)
+
+
+class PlatformWheel(bdist_wheel):
+    def finalize_options(self):
+        super().finalize_options()
+        self.root_is_pure = not _prebuilt()
+
+    def get_tag(self):
+        python, abi, plat = super().get_tag()
+        return ("py3", "none", plat) if _prebuilt() else (python, abi, plat)
+
+
+setup(cmdclass={"build_py": BuildWithKernels, "bdist_wheel": PlatformWheel})

@@ -1,0 +1,154 @@
+"""The machine code compiled ahead of time (ort_ext/aot.py), as a wheel carries it: each x86-64 level loads and
+passes the conformance suite inside onnxruntime; the best level this CPU runs computes bit for bit what numba's
+JIT computes for that level; the choice follows the CPU's flags; and without machine code or numba the session
+runs the decomposition, said in one line.
+
+The libraries are in ort_ext/prebuilt/ of a built wheel; CI copies the ones of the wheel it built into the
+checkout (`python -m lossops.ort_ext.aot ort_ext/prebuilt` makes them here). Without them the tests that load
+them are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from lossops.ort_ext import machine_code
+
+_MANIFEST = machine_code.manifest()
+_BUILT = _MANIFEST is not None and _MANIFEST.get("stamp") == machine_code.source_stamp()
+needs_prebuilt = pytest.mark.skipif(
+    not _BUILT, reason="no prebuilt kernels for these sources in ort_ext/prebuilt/ "
+    "(CI copies the built wheel's there; python -m lossops.ort_ext.aot ort_ext/prebuilt builds them)")
+
+_OUTPUTS = """
+    import sys, numpy as np
+    from lossops.conformance import backends, golden
+    from lossops.ort_ext import machine_code
+    print(machine_code.code().source)
+    out = {}
+    for g in golden.load_all():
+        out[g.name] = np.atleast_1d(backends.kernels(g.model, g.inputs)).ravel().view(np.uint8)
+    np.savez(sys.argv[1], **out)
+"""
+
+
+def _run(script: str, *args: str, kernels: str | None = None, timeout: int = 900,
+         **env_vars: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, **env_vars)
+    env.pop(machine_code.ENV, None)
+    if kernels is not None:
+        env[machine_code.ENV] = kernels
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def _outputs(kernels: str, path, **env_vars: str) -> dict[str, np.ndarray]:
+    done = _run(_OUTPUTS, str(path), kernels=kernels, **env_vars)
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = "numba JIT" if kernels == "jit" else f"prebuilt {kernels}"
+    assert done.stdout.splitlines()[0] == expected
+    return dict(np.load(path))
+
+
+@needs_prebuilt
+def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tmp_path):
+    """The JIT compiles for the same level here (NUMBA_CPU_NAME/FEATURES, as the build does): for this host's
+    own CPU model numba's JIT rounds 15 float64 sums of the suite 1 ulp apart (LLVM's code for the model, not
+    the level), and x86-64-v2 has no FMA (llvm.fmuladd rounds twice): the suite holds those to its tolerance."""
+    from lossops.conformance import golden
+
+    on_this_cpu = machine_code.cpu_levels()
+    assert set(_MANIFEST["levels"]) == set(machine_code.LEVELS), "the wheel carries every level"
+    for level in machine_code.LEVELS:
+        if level not in on_this_cpu:
+            continue  # said in test_the_levels_this_cpu_runs
+        suite = _run("from lossops.cli import main; raise SystemExit(main(['conformance', '--backend', 'kernels', "
+                     "'--failures-only']))", kernels=level)
+        assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-2000:]
+    best = on_this_cpu[-1]
+    jit = _outputs("jit", tmp_path / "jit.npz", NUMBA_CPU_NAME=best,
+                   NUMBA_CPU_FEATURES=machine_code.llvm_features(best), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    got = _outputs(best, tmp_path / f"{best}.npz")
+    assert set(got) == set(jit) == {g.name for g in golden.load_all()}
+    differ = sorted(name for name in jit if not np.array_equal(got[name], jit[name]))
+    assert differ == [], f"{best} differs from the JIT in {len(differ)} cases: {differ[:5]}"
+
+
+def test_the_levels_this_cpu_runs():
+    """The levels come from /proc/cpuinfo's flags, each level needing the ones below it."""
+    levels = machine_code.cpu_levels()
+    with open("/proc/cpuinfo") as f:
+        flags = set(next(line for line in f if line.startswith("flags")).split(":", 1)[1].split())
+    assert ("x86-64-v3" in levels) == ({"avx2", "fma", "bmi2", "f16c", "movbe"} <= flags and "x86-64-v2" in levels)
+    assert ("x86-64-v4" in levels) == ({"avx512f", "avx512bw", "avx512vl"} <= flags and "x86-64-v3" in levels)
+    assert levels == list(machine_code.LEVELS)[:len(levels)]
+
+
+@needs_prebuilt
+def test_the_best_level_is_chosen_and_nothing_is_compiled_or_imported():
+    done = _run("""
+        import sys
+        import numpy as np
+        from lossops.ort_ext import machine_code
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        x = np.linspace(-3, 3, 1000, dtype=np.float32)
+        model, feeds = node_model("KlDivBackward", [x, x, x], "float32", {"reduction": "none"})
+        InferenceSession(model.SerializeToString()).run(None, feeds)
+        print(machine_code.code().source, "numba" in sys.modules, "torch" in sys.modules,
+              "onnxruntime_extensions" in sys.modules)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["prebuilt", machine_code.cpu_levels()[-1], "False", "False", "False"]
+    assert done.stderr == ""
+
+
+def test_without_machine_code_or_numba_the_decomposition_runs_said_once(tmp_path):
+    """A platform without prebuilt code and without lossops[jit]: one line naming the extra, and the session
+    runs the decomposition (numba hidden from the child)."""
+    done = _run("""
+        import sys
+        sys.modules["numba"] = None  # what an import system without numba answers: not found
+        import numpy as np
+        from lossops.ort_ext import machine_code
+        machine_code.LIBRARIES = machine_code.LIBRARIES.parent / "no-such-directory"
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession, kernels_available
+        x = np.linspace(0.1, 0.9, 10, dtype=np.float32)
+        model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
+        for _ in range(2):
+            s = InferenceSession(model.SerializeToString())
+            y = s.run(None, feeds)[0]
+        print(kernels_available(), s.lossops_mode, float(np.abs(y).max()))
+    """)
+    assert done.returncode == 0, done.stderr
+    available, mode, largest = done.stdout.split()
+    assert (available, mode) == ("False", "decomposition") and float(largest) == 0.0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "pip install 'lossops[jit]'" in lines[0] and "decomposition" in lines[0], lines
+
+
+@needs_prebuilt
+def test_a_library_from_other_sources_is_refused(tmp_path):
+    """A manifest whose stamp is not the installed sources' (a half-upgraded install) is never loaded."""
+    done = _run("""
+        import json, shutil, sys
+        from pathlib import Path
+        from lossops.ort_ext import machine_code
+        copy = Path(sys.argv[1]) / "prebuilt"
+        shutil.copytree(machine_code.LIBRARIES, copy)
+        manifest = json.loads((copy / "manifest.json").read_text())
+        manifest["stamp"] = "0" * 64
+        (copy / "manifest.json").write_text(json.dumps(manifest))
+        machine_code.LIBRARIES = copy
+        print(machine_code.code().source)
+    """, str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "numba JIT"
+    assert "built from other sources" in done.stderr
