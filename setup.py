@@ -14,6 +14,7 @@ from pathlib import Path
 from setuptools import setup
 from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
+from setuptools.dist import Distribution
 
 
 def _prebuilt() -> bool:
@@ -31,20 +32,21 @@ class BuildWithKernels(build_py):
         super().run()
         if self.editable_mode or not _prebuilt():
             return
-        out = Path(self.build_lib, "lossops", "ort_ext", "prebuilt")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([self.build_lib, os.environ.get("PYTHONPATH", "")]))
-        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(out)], env=env, check=True,
-                       cwd=self.build_lib)
+        build_lib = Path(self.build_lib).resolve()  # the built package: its sources are what gets stamped
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(build_lib), os.environ.get("PYTHONPATH", "")]))
+        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(build_lib / "lossops/ort_ext/prebuilt")],
+                       env=env, check=True, cwd=build_lib)
+
+
+class WithMachineCode(Distribution):
+    def has_ext_modules(self):  # the libraries are not setuptools extensions, but install like them (platlib)
+        return _prebuilt()
 
 
 class PlatformWheel(bdist_wheel):
-    def finalize_options(self):
-        super().finalize_options()
-        self.root_is_pure = not _prebuilt()
-
-    def get_tag(self):
+    def get_tag(self):  # no Python C API in the libraries: any CPython 3 on the platform
         python, abi, plat = super().get_tag()
         return ("py3", "none", plat) if _prebuilt() else (python, abi, plat)
 
 
-setup(cmdclass={"build_py": BuildWithKernels, "bdist_wheel": PlatformWheel})
+setup(distclass=WithMachineCode, cmdclass={"build_py": BuildWithKernels, "bdist_wheel": PlatformWheel})

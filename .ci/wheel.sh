@@ -16,16 +16,17 @@ start=$(date +%s)
 grep "lossops aot" "$work/build.log" || true
 echo "wheel built in $(( $(date +%s) - start )) s"
 "$work/tools/bin/auditwheel" show "$work"/dist/*.whl
-"$work/tools/bin/auditwheel" repair -q --plat manylinux_2_17_x86_64 -w "$work/wheelhouse" "$work"/dist/*.whl
+PATH="$work/tools/bin:$PATH" "$work/tools/bin/auditwheel" repair --plat manylinux_2_17_x86_64 -w "$work/wheelhouse" "$work"/dist/*.whl 2>&1 | tail -1
 wheel=$(ls "$work"/wheelhouse/*.whl)
 python3 -m venv "$work/env"
 "$work/env/bin/pip" install -q "$wheel"
 "$work/env/bin/python" - "$wheel" <<'PY'
 import importlib.util, sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
-libraries = sorted(n.rsplit("/", 1)[1] for n in names if n.endswith(".so"))
+libraries = sorted(n.removeprefix("lossops/ort_ext/prebuilt/") for n in names if n.endswith(".so"))
 print(f"wheel: {sys.argv[1].rsplit('/', 1)[-1]}, {len(names)} files; machine code: {', '.join(libraries)}")
-assert len(libraries) == 3, libraries
+assert len(libraries) == 3 and all("/" not in n for n in libraries), libraries
+assert "lossops/ort_ext/prebuilt/manifest.json" in names
 assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("llvmlite") is None, "numba installed"
 PY
 

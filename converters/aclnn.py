@@ -8,7 +8,7 @@ input name, and return a rank-0 tensor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from onnx import NodeProto
 
@@ -28,7 +28,6 @@ class AclnnCall:
     reduction: int = 1
     log_target: bool = False
     out: str = "out"
-    extra: dict = field(default_factory=dict)
 
 
 def reduction_name(code: int, op: str) -> str:

@@ -9,8 +9,6 @@ from . import shapes
 from .spec import TENSOR_TYPES, OpDef
 from .versions import DOMAIN, VERSION
 
-_ATTR_TYPES = {str: defs.OpSchema.AttrType.STRING, int: defs.OpSchema.AttrType.INT}
-
 
 def _shape_of(t: TypeProto) -> shapes.Shape:
     if not t.tensor_type.HasField("shape"):

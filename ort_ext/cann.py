@@ -132,10 +132,6 @@ class Toolkit:
     loadable: bool
     error: str
 
-    @property
-    def present(self) -> bool:
-        return self.loadable
-
 
 def toolkit() -> Toolkit:
     """The CANN toolkit as set_env.sh announces it, and whether libascendcl.so loads."""

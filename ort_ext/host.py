@@ -4,11 +4,11 @@ Why not `onnxruntime_extensions.onnx_op`: its handler converts every element thr
 the process on any Python exception, cannot take float16/bfloat16 and has neither optional inputs nor
 optional attributes (FACTS.md). Instead each operator and element type is an `OrtCustomOp` handed to the
 extensions library's `AddExternalCustomOp`, and the function ORT calls per run is machine code (prebuilt, or
-compiled by numba: ort_ext/machine_code.py, ort_ext/compiled.py):
-it reads the inputs' shapes and data through the OrtApi table, lets the engine check them against the
-operator's rules, allocates the output through ORT, and runs the tiles on the session's own intra-op threads
-(`KernelContext_ParallelFor`: the session's thread setting holds, and nothing of lossops' lives in a thread
-that a fork or Ctrl-C could leave behind). Every error becomes an OrtStatus that `run()` raises.
+compiled by numba: ort_ext/machine_code.py, ort_ext/compiled.py): it reads the inputs' shapes and data
+through the OrtApi table, lets the engine check them against the operator's rules, allocates the output
+through ORT, and runs the tiles on the session's own intra-op threads (`KernelContext_ParallelFor`: the
+session's thread setting holds, and nothing of lossops' lives in a thread that a fork or Ctrl-C could leave
+behind). Every error becomes an OrtStatus that `run()` raises.
 
 Python runs only when a session is created: `CreateKernelV2` reads and checks the node's attributes and
 writes the kernel's state into C memory, which ORT releases with C `free`. The machine code is never unloaded,

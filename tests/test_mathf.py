@@ -1,4 +1,4 @@
-"""The kernels' vectorisable exp, log, log1p and sigmoid against numpy in higher precision: errors in ulps
+"""The kernels' vectorisable exp, log and log1p against numpy in higher precision: errors in ulps
 of the result's type over the whole float32 range (every 97th bit pattern: 44 million inputs) and across
 the float64 range, special values exactly."""
 
@@ -21,14 +21,13 @@ def _loop(f):
 
 
 FUNCTIONS = {"exp": (mathf.exp, np.exp), "log": (mathf.log, np.log), "log1p": (mathf.log1p, np.log1p),
-             "log1p_unit": (mathf.log1p_unit, np.log1p), "sigmoid": (mathf.sigmoid, lambda x: 1 / (1 + np.exp(-x)))}
+             "log1p_unit": (mathf.log1p_unit, np.log1p)}
 DOMAINS = {"log1p_unit": (0.0, 1.0), "log1p": (-1.0, np.inf), "log": (0.0, np.inf)}  # where each is defined
-# Largest error allowed, in ulps of the correctly rounded result. Measured on these inputs (exp, log, log1p,
-# log1p_unit, sigmoid): float32 1.71, 1.89, 2.41, 2.15, 2.80; float64 2.12, 1.67, 2.15, 1.93, 3.75 (float32
-# log1p_unit over every float in [0, 1]: 2.37). sigmoid compounds exp's error with a division; the operators'
-# tolerances are 8 (float32) and 16 (float64) ulps.
-BOUNDS = {"float32": {"exp": 2, "log": 2.5, "log1p": 3, "log1p_unit": 2.5, "sigmoid": 3.5},
-          "float64": {"exp": 2.5, "log": 2.5, "log1p": 3, "log1p_unit": 2.5, "sigmoid": 4.5}}
+# Largest error allowed, in ulps of the correctly rounded result, a little above what these inputs reach
+# (float32 log1p_unit was also run over every float in [0, 1]); the operators' tolerances are 8 (float32) and
+# 16 (float64) ulps.
+BOUNDS = {"float32": {"exp": 2, "log": 2.5, "log1p": 3, "log1p_unit": 2.5},
+          "float64": {"exp": 2.5, "log": 2.5, "log1p": 3, "log1p_unit": 2.5}}
 
 
 def _ulps(got: np.ndarray, reference: np.ndarray, dtype: type) -> tuple[float, str]:
@@ -100,5 +99,3 @@ def test_special_values():
     assert got[0] == -np.inf and np.isnan(got[1]) and got[2] == np.inf and got[3] == 0
     _loop(mathf.log1p)(np.array([-1, -2, np.inf, 0], f32), got)
     assert got[0] == -np.inf and np.isnan(got[1]) and got[2] == np.inf and got[3] == 0
-    _loop(mathf.sigmoid)(np.array([-np.inf, np.inf, 0, -100], f32), got)
-    assert got[0] == 0 and got[1] == 1 and got[2] == 0.5 and got[3] == np.float32(np.exp(-100.0))

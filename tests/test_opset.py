@@ -73,6 +73,3 @@ def test_functions_are_specialised_and_stable():
 def test_operator_reference_is_generated():
     assert (ROOT / "docs/operators.md").read_text() == operator_reference(), \
         "docs/operators.md is stale: run python -m lossops.opset.docs"
-    for op in opset.OPS.values():
-        for a in op.attributes:
-            assert f"`{a.name}`" in operator_reference()

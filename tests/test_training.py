@@ -22,7 +22,6 @@ from lossops.conformance.cases import node_model
 from lossops.converters import ort_training
 from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
 from lossops.extras import MissingExtra
-from lossops.opset.gradients import gradient_node
 from lossops.ort_ext import InferenceSession, TrainingSession
 from lossops.train_demo import problems, run
 
@@ -38,6 +37,16 @@ ATTRS = {"BinaryCrossEntropyWithLogits": [{"reduction": r} for r in ("none", "me
          "BinaryCrossEntropy": [{"reduction": r} for r in ("none", "mean", "sum")],
          "KlDiv": [{"reduction": r, "log_target": t} for r in ("none", "mean", "sum", "batchmean") for t in (0, 1)]}
 CASES = [(op, make, attrs) for op, make in FORWARDS for attrs in ATTRS[op]]
+
+
+def gradient_node(forward: onnx.NodeProto, grad_output: str, grad_input: str) -> onnx.NodeProto:
+    """The backward node of a forward lossops node, wired as its record's `gradient` says."""
+    op = opset.get(forward.op_type)
+    given = dict(zip([i.name for i in op.inputs], forward.input, strict=False))
+    inputs = [grad_output if name == "grad_output" else given.get(name, "") for name in op.gradient.inputs]
+    while inputs and not inputs[-1]:
+        inputs.pop()
+    return opset.make_node(op.gradient.backward, inputs, [grad_input], **opset.node_attributes(forward))
 
 
 def _run_op(op: str, inputs: list[np.ndarray], attrs: dict, backend: str = "kernels") -> np.ndarray:

@@ -246,12 +246,3 @@ def log1p(u):
     y = log(v) - ((v - one) - u) / v
     y = select(v == like(u, 0), like(u, -np.inf), y)
     return select((v == one) | (u == np.inf), u, y)
-
-
-@_inline
-def sigmoid(x):
-    """1 / (1 + exp(-x)) from e = exp(-|x|): 1/(1+e) for x >= 0, e/(1+e) below, finite and accurate for
-    every x (onnxruntime's float32 Sigmoid clamps its input to [-18, 18]; FACTS.md)."""
-    e = exp(-abs(x))
-    one = like(x, 1)
-    return select(x >= like(x, 0), one, e) / (one + e)
