@@ -2,5 +2,5 @@
 (`golden.py`), backends and a runner (`runner.py`, `lossops conformance`), and an adapter for onnx's
 backend-test Runner (`onnx_backend.py`)."""
 
-if __name__ != "lossops.conformance":  # the repository root is the package `lossops` (README, Design)
+if __name__ != "lossops.conformance":  # the repository root is the package `lossops` (docs/design.md)
     raise ImportError(f"import lossops.conformance, not {__name__}: this folder is a subpackage of lossops")

@@ -2,7 +2,7 @@
 lossops[torch]), fusion of exporter patterns (needs lossops[script]), lowering to standard ops, and the aclnn
 argument mapping."""
 
-if __name__ != "lossops.converters":  # the repository root is the package `lossops` (README, Design)
+if __name__ != "lossops.converters":  # the repository root is the package `lossops` (docs/design.md)
     raise ImportError(f"import lossops.converters, not {__name__}: this folder is a subpackage of lossops")
 
 from onnx import ModelProto

@@ -1,6 +1,6 @@
 """What the lossops operators are: schemas, decompositions and helpers to build models that use them."""
 
-if __name__ != "lossops.opset":  # the repository root is the package `lossops` (README, Design)
+if __name__ != "lossops.opset":  # the repository root is the package `lossops` (docs/design.md)
     raise ImportError(f"import lossops.opset, not {__name__}: this folder is a subpackage of lossops")
 
 from .model import check, make_model, validate, with_functions

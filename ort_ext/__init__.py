@@ -1,7 +1,7 @@
 """How the lossops operators run in ONNX Runtime: numpy kernels hosted through onnxruntime-extensions, or
 the standard-op decomposition on any onnxruntime."""
 
-if __name__ != "lossops.ort_ext":  # the repository root is the package `lossops` (README, Design)
+if __name__ != "lossops.ort_ext":  # the repository root is the package `lossops` (docs/design.md)
     raise ImportError(f"import lossops.ort_ext, not {__name__}: this folder is a subpackage of lossops")
 
 from .host import add_kernels, kernels_available

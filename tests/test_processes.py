@@ -152,7 +152,7 @@ def test_main_thread_ends_while_a_worker_runs():
     """The main thread finishes while a (non-daemon) worker thread still runs large inputs: Python waits for
     it, and its runs, made while the interpreter begins to shut down, complete correctly (with the earlier
     pool they failed: "cannot schedule new futures after interpreter shutdown"). A daemon thread inside run()
-    at exit is another matter: onnxruntime itself aborts then, with or without lossops (README)."""
+    at exit is another matter: onnxruntime itself aborts then, with or without lossops (docs/design.md)."""
     done = _python("""
         import threading, numpy as np
         from lossops.conformance.cases import node_model

@@ -1,0 +1,35 @@
+"""The README's examples run as written, in order, in a fresh process, and print what the README says they print
+(each ```python block is followed by a ```text block with its output)."""
+
+from __future__ import annotations
+
+import itertools
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _examples() -> list[tuple[str, str]]:
+    blocks = re.findall(r"```(python|text)\n(.*?)```", README.read_text(), re.S)
+    pairs = []
+    for (kind, code), (next_kind, output) in itertools.pairwise(blocks):
+        if kind == "python":
+            assert next_kind == "text", f"a python block without its output:\n{code}"
+            pairs.append((code, output))
+    return pairs
+
+
+def test_the_readme_examples_print_what_it_says(tmp_path):
+    examples = _examples()
+    assert len(examples) >= 3
+    marker = "----lossops-readme-example----"
+    script = "".join(f"{code}\nprint({marker!r})\n" for code, _ in examples)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed = done.stdout.split(marker + "\n")[:-1]
+    assert len(printed) == len(examples)
+    for (code, expected), got in zip(examples, printed, strict=True):
+        assert got == expected, f"the README's example\n{code}\nprinted\n{got}\nnot\n{expected}"
