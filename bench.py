@@ -216,7 +216,7 @@ def environment(threads: int, bandwidth: float) -> dict:
         versions["torch"] = torch.__version__
     return {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpus": os.cpu_count(),
             "processor": platform.processor(), "threads": threads, "stream_GBps": bandwidth / 1e9,
-            "versions": versions}
+            "versions": versions, "kernels": machine_code.code().source if machine_code.code() else "none"}
 
 
 def _ms(seconds: float) -> str:
@@ -242,6 +242,29 @@ def render(rows: list[Row], env: dict, fixed: dict[str, float], memory: dict[str
     lines.append("extra memory of a 1e7 'none' call (workspace, plus the stack of the calling thread and of each "
                  "task thread), in output sizes: " + ", ".join(f"{k} {v:.3f}" for k, v in memory.items()))
     return "\n".join(lines)
+
+
+SUMMARY_SIZES = (1000, 100_000, 10_000_000)
+
+
+def summary(data: dict) -> str:
+    """The README's speed table, from a `lossops bench --json` run: float32, reduction none, three sizes."""
+    env = data["environment"]
+    lines = [f"`lossops bench`, {env['date']}, {env['machine']} with {env['cpus']} CPUs ({env['threads']} threads), "
+             f"memory bandwidth {env['stream_GBps']:.1f} GB/s, kernels: {env.get('kernels', 'numba JIT')}; float32, "
+             "reduction `none`; speed-up = the other's time over the kernels' time; roofline = the bytes the "
+             "operator must move over the bandwidth (above 100 %: the data fit in the last-level cache).",
+             "",
+             "| operator | elements | kernels | vs decomposition | vs PyTorch eager | of roofline |",
+             "|---|---|---|---|---|---|"]
+    for r in data["rows"]:
+        if r["dtype"] != "float32" or r["reduction"] != "none" or r["elements"] not in SUMMARY_SIZES:
+            continue
+        kernels = r["kernels"]["median"]
+        torch = f"{r['torch']['median'] / kernels:.2f}×" if r["torch"] else "-"
+        lines.append(f"| {r['op']} | {r['elements']:.0e} | {_ms(kernels)} | "
+                     f"{r['decomposition']['median'] / kernels:.2f}× | {torch} | {r['roofline_s'] / kernels:.0%} |")
+    return "\n".join(lines) + "\n"
 
 
 def plot(rows: list[Row], path: str) -> None:

@@ -109,6 +109,14 @@ def _doctor(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
+    if args.summary:
+        import json
+
+        from .bench import summary
+
+        print(summary(json.loads(Path(args.summary).read_text())), end="")
+        return 0
+
     return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op,
                       args.machine_code)
 
@@ -211,6 +219,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="threads for every runner (default: the CPUs this process may use)")
     bench.add_argument("--op", action="append", choices=sorted(OPS), help="only this operator (repeatable)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    bench.add_argument("--summary", metavar="RUN.json",
+                       help="instead: the README's speed table from a saved `lossops bench --json` run")
     bench.add_argument("--machine-code", action="store_true",
                        help="instead: each prebuilt x86-64 level against numba's JIT, one thread (needs lossops[jit])")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")

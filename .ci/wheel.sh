@@ -30,6 +30,8 @@ assert "lossops/ort_ext/prebuilt/manifest.json" in names
 assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("llvmlite") is None, "numba installed"
 PY
 
+echo "base install: $(du -sm "$work"/env/lib/python3*/site-packages | cut -f1) MB of site-packages (lossops $(du -sm "$work"/env/lib/python3*/site-packages/lossops | cut -f1) MB)"
+
 cd "$work"  # not the checkout: only the installed package can be imported from here
 lossops=("$work/env/bin/lossops")
 run() {  # a verb must succeed, and print no traceback
@@ -58,7 +60,9 @@ model, feeds = node_model("KlDivBackward", [x, x, x], "float32", {"reduction": "
 InferenceSession(model.SerializeToString()).run(None, feeds)
 print(f"new process -> first result of a one-node model: {time.perf_counter() - began:.2f} s (after imports of python)")
 PY
+start=$(date +%s%N)
 read_only "$work/env/bin/python" one_node.py
+echo "the same, the whole process (package read-only, HOME unset): $(( ($(date +%s%N) - start) / 1000000 )) ms"
 start=$(date +%s%N)
 for i in 1 2 3 4; do (cd "$work" && mkdir -p "p$i" && cd "p$i" && "${lossops[@]}" demo --size 20000 --repeat 3 > out.txt 2>&1) & done
 wait

@@ -33,3 +33,13 @@ def test_the_readme_examples_print_what_it_says(tmp_path):
     assert len(printed) == len(examples)
     for (code, expected), got in zip(examples, printed, strict=True):
         assert got == expected, f"the README's example\n{code}\nprinted\n{got}\nnot\n{expected}"
+
+
+def test_the_readme_speed_table_is_generated_from_the_stored_run():
+    """The table is `lossops bench --summary docs/bench.json`, the run stored beside the docs, not typed."""
+    import json
+
+    from lossops.bench import summary
+
+    run = json.loads((README.parent / "docs" / "bench.json").read_text())
+    assert summary(run) in README.read_text(), "README's speed table is stale: lossops bench --summary docs/bench.json"
