@@ -42,7 +42,12 @@ run() {  # a verb must succeed, and print no traceback
 site=$("$work/env/bin/python" -c "import lossops, pathlib; print(pathlib.Path(lossops.__file__).parent)")
 read_only() {  # the command with the package directory read-only and HOME unset; nothing may be written there
   touch "$work/marker"
-  unshare -m sh -c "mount --bind -o ro '$site' '$site' && env -u HOME $*"
+  if unshare -m sh -c "mount --bind -o ro /tmp /tmp" 2> /dev/null; then
+    unshare -m sh -c "mount --bind -o ro '$site' '$site' && env -u HOME $*"
+  else  # a private mount namespace needs root; the check below still says whether anything was written
+    echo "(no unshare -m here: the package stays writable, HOME is unset)"
+    env -u HOME "$@"
+  fi
   if [ -n "$(find "$site" -newer "$work/marker" -print -quit)" ]; then echo "written under $site"; exit 1; fi
 }
 start=$(date +%s%N)
