@@ -102,6 +102,9 @@ def build_level(level: str, out: Path) -> None:
         stubs = work / "stubs.c"
         stubs.write_text(_stubs({f for f in functions if not _system_symbol(f)}, data, machine_code.source_stamp()))
         cc = os.environ.get("CC", "cc")
+        if shutil.which(cc) is None:
+            raise SystemExit(f"lossops aot: linking the kernels needs a C compiler ({cc!r} not found; set CC), "
+                             "or build a pure wheel with LOSSOPS_AOT=0")
         library = out / f"lossops_kernels-{level}.so"
         subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(library), *objects,
                         str(stubs), "-lm", "-Wl,-z,defs", "-Wl,-z,noexecstack", "-Wl,--strip-debug"], check=True)

@@ -11,6 +11,7 @@ them are skipped, saying so.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -78,6 +79,19 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
     assert set(got) == set(jit) == {g.name for g in golden.load_all()}
     differ = sorted(name for name in jit if not np.array_equal(got[name], jit[name]))
     assert differ == [], f"{best} differs from the JIT in {len(differ)} cases: {differ[:5]}"
+
+
+@needs_prebuilt
+@pytest.mark.skipif(shutil.which("nm") is None, reason="needs binutils' nm to list a library's symbols")
+def test_a_library_exports_its_entry_points_only():
+    """Each operator's five functions, the trampoline and the stamp; the stubs for numba's and CPython's symbols
+    stay hidden, so they never stand in for a process's real ones."""
+    expected = {f"lossops_{op}_{kind}" for op in _MANIFEST["ops"] for kind in machine_code.KINDS}
+    expected |= {"lossops_trampoline", "lossops_stamp"}
+    for level, name in _MANIFEST["levels"].items():
+        listed = subprocess.run(["nm", "-D", "--defined-only", str(machine_code.LIBRARIES / name)],
+                                capture_output=True, text=True, check=True).stdout
+        assert {line.split()[-1] for line in listed.splitlines()} == expected, level
 
 
 def test_the_levels_this_cpu_runs():
