@@ -66,7 +66,6 @@ SIGNATURES = {
     "start": types.void(types.int64),
     "finish": types.void(types.int64),
 }
-KINDS = tuple(SIGNATURES)
 
 
 @intrinsic
@@ -117,26 +116,31 @@ def free(typingctx, address):
 _OPTIONS = {"nopython": True, "error_model": "numpy", "nogil": True}
 
 
-def _cfunc(fn, kind: str) -> CFunc:
-    """numba's @cfunc, cached on disk where CACHE is set."""
-    compiled = _uncompiled(fn, kind)
+class _CFunc(CFunc):
+    """numba's @cfunc, cached on disk where CACHE is set; `before_compiling` runs when numba compiles the function
+    rather than loading it from the cache."""
+
+    def __init__(self, fn, kind: str, before_compiling=None):
+        super().__init__(fn, sigutils.normalize_signature(SIGNATURES[kind]), locals={}, options=dict(_OPTIONS))
+        self._before_compiling = before_compiling
+
+    def _compile_uncached(self):
+        if self._before_compiling is not None:
+            self._before_compiling()
+        return super()._compile_uncached()
+
+
+def _cfunc(fn, kind: str, before_compiling=None) -> CFunc:
+    compiled = _CFunc(fn, kind, before_compiling)
     if CACHE:
         compiled.enable_caching()
     compiled.compile()
     return compiled
 
 
-def _uncompiled(fn, kind: str) -> CFunc:
-    return CFunc(fn, sigutils.normalize_signature(SIGNATURES[kind]), locals={}, options=dict(_OPTIONS))
-
-
-def _cached(compiled: CFunc) -> bool:
-    return compiled._cache.load_overload(compiled._sig, compiled._targetdescr.target_context) is not None
-
-
 @functools.cache
 def functions(op_name: str) -> dict[str, CFunc]:
-    """The compiled functions of operator `op_name`, by kind (KINDS)."""
+    """The compiled functions of operator `op_name`, by kind (machine_code.KINDS)."""
     if op_name not in KERNELS:
         raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(KERNELS)}")
     n_inputs = len(OPS[op_name].inputs)
@@ -225,20 +229,17 @@ def functions(op_name: str) -> dict[str, CFunc]:
         return status
 
     definitions = {"compute": compute, "task": task, "plan": plan, "start": start, "finish": finish}
-    first = time.perf_counter()
-    said = False
-    result = {}
-    for kind, fn in definitions.items():
-        if CACHE and not said:
-            probe = _uncompiled(fn, kind)
-            probe.enable_caching()
-            if not _cached(probe):
-                said = True
-                print(f"lossops: compiling the kernels of {op_name} with numba (about a minute, once: "
-                      "later processes load it from the cache)", file=sys.stderr, flush=True)
-        result[kind] = _cfunc(fn, kind)
-    if said:
-        print(f"lossops: compiled {op_name} in {time.perf_counter() - first:.0f} s", file=sys.stderr, flush=True)
+    began: list[float] = []
+
+    def announce() -> None:  # once, and only where numba compiles rather than loads
+        if not began:
+            began.append(time.perf_counter())
+            print(f"lossops: compiling the kernels of {op_name} with numba (about a minute, once: later processes "
+                  "load it from the cache)", file=sys.stderr, flush=True)
+
+    result = {kind: _cfunc(fn, kind, announce if CACHE else None) for kind, fn in definitions.items()}
+    if began:
+        print(f"lossops: compiled {op_name} in {time.perf_counter() - began[0]:.0f} s", file=sys.stderr, flush=True)
     _immortal(*result.values())
     return result
 

@@ -1,6 +1,7 @@
 """The lossops kernels: one tile loop per operator (`<operator>.py`, attached to its record with `@kernel` and
-found by registry.py), and the core that checks, lays out and runs a call (`layout.py`), both compiled: ahead of
-time into a wheel's libraries, or by numba in this process (ort_ext/machine_code.py decides which).
+found by registry.py), and the core that checks, lays out and runs a call (`engine.py`, on the record of
+`layout.py`), both compiled: ahead of time into a wheel's libraries, or by numba in this process
+(ort_ext/machine_code.py decides which).
 
 This module is the numpy front end, `run`: the kernels on numpy arrays, serially, for tests and for use without a
 session. It imports neither numba nor ONNX Runtime; the host (ort_ext/host.py) runs the same code inside a

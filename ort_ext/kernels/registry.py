@@ -9,6 +9,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from ... import opset
 from ...opset.spec import OpDef
 from . import layout
@@ -49,10 +51,8 @@ class Kernel:
         return self.op.output_shape == "input"
 
     @property
-    def names(self):
+    def names(self) -> np.ndarray:
         """The operator's name and its inputs' names, NUL-separated, for the engine's error messages."""
-        import numpy as np
-
         text = "\0".join([self.op.name, *(i.name for i in self.op.inputs)]) + "\0"
         return np.frombuffer(text.encode(), np.uint8).copy()
 
