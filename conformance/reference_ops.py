@@ -19,8 +19,8 @@ class _LossopsOp(OpRun):
 
     def _run(self, *inputs, **attributes):
         op = opset.get(type(self).__name__)
-        attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attributes.items()
-                 if k in op.defaults()}
+        attrs = {k: v.decode() if isinstance(v, bytes) else v.item() if hasattr(v, "item") else v
+                 for k, v in attributes.items() if k in op.defaults()}
         first = next(a for a in inputs if a is not None)
         elem_type = helper.np_dtype_to_tensor_dtype(first.dtype)
         given = list(inputs) + [None] * (len(op.inputs) - len(inputs))

@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from onnx import NodeProto, TensorProto, helper, numpy_helper
+from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from .shapes import full_shape
 from .spec import BROADCAST, EXACT, FITS, PRINCIPAL, OpDef
@@ -131,6 +131,17 @@ class Builder:
     def at_least(self, value: str, low: str) -> str:
         """max(value, low) that keeps NaN (ONNX's Max leaves NaN to the runtime)."""
         return self.op("Where", self.op("Less", value, low), low, value)
+
+    def param(self, attr: str) -> str:
+        """A numeric attribute as a scalar of the compute type: its value where the node is known (an expansion),
+        else a reference to the function's attribute (a function body serves every value)."""
+        if attr in self.attrs:
+            return self.const(float(self.attrs[attr]))
+        out = self.fresh("param")
+        node = helper.make_node("Constant", [], [out])
+        node.attribute.append(AttributeProto(name="value_float", type=AttributeProto.FLOAT, ref_attr_name=attr))
+        self.nodes.append(node)
+        return out if self.compute == TensorProto.FLOAT else self.op("Cast", out, to=self.compute)
 
     def choose(self, attr: str, branches: dict[str | int, Branch]) -> str:
         """The branch for the node's value of `attr` (every allowed value must have one)."""

@@ -27,7 +27,7 @@ def operator_reference() -> str:
             lines.append(f"| `{i.name}` | {'optional input' if i.optional else 'input'}, T | {i.doc} |")
         lines.append(f"| `{op.output.name}` | output, T | {op.output.doc} |")
         for a in op.attributes:
-            allowed = ", ".join(f"`{v!r}`" for v in a.allowed)
+            allowed = ", ".join(f"`{v!r}`" for v in a.allowed) if a.enum else a.expectation().removeprefix("a ")
             lines.append(f"| `{a.name}` | attribute, {a.kind.__name__}, default `{a.default!r}` | {a.doc} "
                          f"Allowed: {allowed}. |")
         lines.append("")

@@ -143,7 +143,7 @@ DEFINITION = OpDef(
     attributes=(
         reduction("batchmean"),
         Attribute("log_target", "1 when `target` holds log-probabilities, 0 (default) when probabilities.",
-                  0, (0, 1)),
+                  0, allowed=(0, 1)),
     ),
     decompose=decompose,
     output_shape="input",

@@ -3,31 +3,32 @@
 from __future__ import annotations
 
 import atexit
+import importlib
 import itertools
+import pkgutil
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from onnx import AttributeProto, FunctionProto, NodeProto, defs, helper
 
-from . import (
-    binary_cross_entropy,
-    binary_cross_entropy_backward,
-    binary_cross_entropy_with_logits,
-    binary_cross_entropy_with_logits_backward,
-    kl_div,
-    kl_div_backward,
-)
 from .builder import Builder, Static
 from .schema import make_schema
 from .spec import TENSOR_TYPES, OpDef
 from .versions import DOMAIN, ONNX_OPSET, VERSION
 
-OPS: dict[str, OpDef] = {
-    m.DEFINITION.name: m.DEFINITION
-    for m in (binary_cross_entropy_with_logits, binary_cross_entropy_backward, kl_div_backward,
-              binary_cross_entropy, kl_div, binary_cross_entropy_with_logits_backward)
-}
+# the package's own machinery; every other module here holds one operator
+_MACHINERY = {"builder", "docs", "model", "registry", "schema", "shapes", "spec", "validation", "versions"}
+
+
+def _discover() -> dict[str, OpDef]:
+    """The `DEFINITION` of every operator module of this package, in module-name order."""
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name not in _MACHINERY)
+    return {d.name: d for d in (importlib.import_module(f"{__package__}.{n}").DEFINITION for n in names)}
+
+
+OPS: dict[str, OpDef] = _discover()
 
 _lock = threading.Lock()
 
@@ -66,11 +67,12 @@ def get(op_type: str) -> OpDef:
 
 @dataclass(frozen=True)
 class Specialisation:
-    """What a decomposition is specialised to: the operator, its attribute values, the element type and
-    which inputs are present. Its `overload` names the function (ONNX IR 10 `overload`, on node and function)."""
+    """What a decomposition is specialised to: the operator, its enum attributes' values, the element type and
+    which inputs are present (numeric attributes are not: the function reads them by reference). Its `overload`
+    names the function (ONNX IR 10 `overload`, on node and function)."""
 
     op: OpDef
-    attrs: tuple[tuple[str, str | int], ...]  # every attribute, in schema order, defaults filled in
+    attrs: tuple[tuple[str, str | int], ...]  # every enum attribute, in schema order, defaults filled in
     elem_type: int
     present: tuple[bool, ...]  # per formal input
 
@@ -99,7 +101,7 @@ def specialise(node: NodeProto, elem_type: int) -> Specialisation:
         raise ValueError(f"{op.name}: input '{node.input[0]}' is {helper.tensor_dtype_to_string(elem_type)}; "
                          "expected float16, bfloat16, float or double")
     present = tuple(k < len(node.input) and bool(node.input[k]) for k in range(len(op.inputs)))
-    return Specialisation(op, tuple((a.name, attrs[a.name]) for a in op.attributes), elem_type, present)
+    return Specialisation(op, tuple((a.name, attrs[a.name]) for a in op.attributes if a.enum), elem_type, present)
 
 
 def function(spec: Specialisation, onnx_opset: int = ONNX_OPSET) -> FunctionProto:
@@ -113,7 +115,9 @@ def function(spec: Specialisation, onnx_opset: int = ONNX_OPSET) -> FunctionProt
     b = Builder(op, dict(spec.attrs), spec.elem_type, prefix="_")
     b.result(op.decompose(b, *(n if p else "" for n, p in zip(names, spec.present, strict=True))), op.output.name)
     f = helper.make_function(DOMAIN, op.name, names, [op.output.name], b.nodes,
-                             [helper.make_opsetid("", onnx_opset)], doc_string=op.summary)
+                             [helper.make_opsetid("", onnx_opset)], doc_string=op.summary,
+                             attribute_protos=[helper.make_attribute(a.name, a.default) for a in op.attributes
+                                               if not a.enum])
     f.overload = spec.overload
     return f
 
@@ -124,13 +128,14 @@ MIN_FUNCTION_OPSET = 13
 
 
 def specialisations(op: OpDef) -> Iterator[Specialisation]:
-    """Every specialisation of `op`: element types x attribute values x subsets of the optional inputs."""
+    """Every specialisation of `op`: element types x enum attribute values x subsets of the optional inputs."""
     optional = [k for k, i in enumerate(op.inputs) if i.optional]
+    enums = [a for a in op.attributes if a.enum]
     for elem_type in TENSOR_TYPES:
-        for values in itertools.product(*(a.allowed for a in op.attributes)):
+        for values in itertools.product(*(a.allowed for a in enums)):
             for present in itertools.product((False, True), repeat=len(optional)):
                 given = dict(zip(optional, present, strict=True))
-                yield Specialisation(op, tuple(zip((a.name for a in op.attributes), values, strict=True)),
+                yield Specialisation(op, tuple(zip((a.name for a in enums), values, strict=True)),
                                      elem_type, tuple(given.get(k, True) for k in range(len(op.inputs))))
 
 
@@ -145,7 +150,8 @@ def expand(node: NodeProto, elem_type: int, prefix: str, static: Static | None =
     write its output. With `static` (what lowering knows of the graph), static shapes replace shape
     computations and guards, and constants may become `static.initializers`."""
     spec = specialise(node, elem_type)
-    b = Builder(spec.op, dict(spec.attrs), elem_type, prefix=prefix, static=static)
+    attrs = spec.op.resolve(node_attributes(node))  # numeric attributes too: the expansion writes their values
+    b = Builder(spec.op, attrs, elem_type, prefix=prefix, static=static)
     b.result(spec.op.decompose(b, *spec.inputs(list(node.input))), node.output[0])
     return b.nodes
 
@@ -160,6 +166,9 @@ def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str | N
     from .validation import node_problems
 
     op = get(op_type)
+    # a float attribute given as a Python int (alpha=1) is meant as the float; onnx would store an INT
+    attrs = {k: float(v) if k in op.defaults() and op.attribute(k).kind is float and type(v) is int else v
+             for k, v in attrs.items()}
     op.resolve(attrs)
     node = helper.make_node(op_type, inputs, outputs, name=name, domain=DOMAIN, **attrs)
     problems = node_problems(node)

@@ -10,6 +10,8 @@ lacks any of them.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -52,24 +54,56 @@ class Input:
 
 @dataclass(frozen=True)
 class Attribute:
+    """A node attribute: an enum (`allowed`: its values; the decomposition is specialised to each) or a number
+    (`low`/`high`: its closed range, None for unbounded; it reaches the decomposition as an attribute reference
+    and the kernel as a parameter). A float attribute is an ONNX FLOAT, so its value is a float32."""
+
     name: str
     doc: str
-    default: str | int
-    allowed: tuple[str | int, ...]
+    default: str | int | float
+    allowed: tuple[str | int, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    examples: tuple[float, ...] = ()  # a number's values besides the default that take other paths (tests)
 
     @property
     def kind(self) -> type:
         return type(self.default)
 
+    @property
+    def enum(self) -> bool:
+        return bool(self.allowed)
+
+    @property
+    def values(self) -> tuple[str | int | float, ...]:
+        """The values tests run: every allowed one of an enum, a number's default and examples."""
+        return self.allowed if self.enum else (self.default, *self.examples)
+
+    def expectation(self) -> str:
+        """What a value must be, as the end of a sentence."""
+        if self.enum:
+            return "one of " + ", ".join(repr(a) for a in self.allowed)
+        low = "-inf" if self.low is None else f"{self.low:g}"
+        high = "inf" if self.high is None else f"{self.high:g}"
+        return f"a finite {self.kind.__name__} in [{low}, {high}]"
+
     def check(self, op: str, value: object) -> None:
         """Raise ValueError naming the operator and the attribute when value is not allowed."""
-        if not isinstance(value, self.kind):  # a FLOAT log_target of 1.0 must not read as 0
+        if self.kind is float:  # any real but an integer (numpy's float32 too; an INT attribute is another type)
+            right_type = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
+        else:  # a FLOAT log_target of 1.0 must not read as 0
+            right_type = isinstance(value, self.kind) and not isinstance(value, bool)
+        if not right_type:
             article = "an" if self.kind is int else "a"
             raise ValueError(f"{op}: attribute '{self.name}' is {value!r} ({type(value).__name__}); expected "
-                             f"{article} {self.kind.__name__}, one of " + ", ".join(repr(a) for a in self.allowed))
-        if value not in self.allowed:
-            allowed = ", ".join(repr(a) for a in self.allowed)
-            raise ValueError(f"{op}: attribute '{self.name}' is {value!r}; expected one of {allowed}")
+                             f"{article} {self.kind.__name__}, {self.expectation()}")
+        if self.enum:
+            ok = value in self.allowed
+        else:
+            ok = math.isfinite(value) and (self.low is None or value >= self.low) and (
+                self.high is None or value <= self.high)
+        if not ok:
+            raise ValueError(f"{op}: attribute '{self.name}' is {value!r}; expected {self.expectation()}")
 
 
 @dataclass(frozen=True)
@@ -123,10 +157,16 @@ class OpDef:
     def principal(self) -> int:
         return next(k for k, i in enumerate(self.inputs) if i.shape == PRINCIPAL)
 
-    def defaults(self) -> dict[str, str | int]:
+    @property
+    def params(self) -> tuple[Attribute, ...]:
+        """The attributes a kernel reads as parameters (every one but `reduction`, which the engine applies), in
+        record order: parameter k is the k-th of them."""
+        return tuple(a for a in self.attributes if a.name != "reduction")
+
+    def defaults(self) -> dict[str, str | int | float]:
         return {a.name: a.default for a in self.attributes}
 
-    def resolve(self, given: dict[str, object]) -> dict[str, str | int]:
+    def resolve(self, given: dict[str, object]) -> dict[str, str | int | float]:
         """Attribute values with defaults filled in, each checked against the schema (name, type, value)."""
         unknown = set(given) - {a.name for a in self.attributes}
         if unknown:
@@ -148,7 +188,7 @@ def reduction(*extra: str) -> Attribute:
     doc = REDUCTION_DOC
     if "batchmean" in extra:
         doc += " 'batchmean' divides the sum by the size of the first dimension of `input`."
-    return Attribute("reduction", doc, "mean", ("none", "mean", "sum", *extra))
+    return Attribute("reduction", doc, "mean", allowed=("none", "mean", "sum", *extra))
 
 
 # The Ascend parts that aclnn pages list (OPS.md "Ascend product support"); bfloat16 only on some of them.

@@ -35,7 +35,7 @@ from .kernels.layout import (  # noqa: E402
     S_API,
     S_ELEM_TYPE,
     S_ITEMSIZE,
-    S_LOG_TARGET,
+    S_PARAMS,
     S_REDUCTION,
     S_WORKER,
     STATE_WORDS,
@@ -166,7 +166,9 @@ def functions(op_name: str) -> dict[str, CFunc]:
         for k in range(engine.OPERANDS):
             w[k] = 0
         w[engine.ELEM_TYPE], w[engine.ITEMSIZE] = state[S_ELEM_TYPE], state[S_ITEMSIZE]
-        w[engine.REDUCTION], w[engine.LOG_TARGET] = state[S_REDUCTION], state[S_LOG_TARGET]
+        w[engine.REDUCTION] = state[S_REDUCTION]
+        for k in range(engine.MAX_PARAMS):  # float64 bits, copied as words
+            w[engine.PARAMS + k] = state[S_PARAMS + k]
         out = view(stack(16), 2, np.int64)  # out-parameters of the API calls
         out_address = out.ctypes.data
         status = call(api[_INPUT_COUNT], (context, out_address))

@@ -34,7 +34,7 @@ from .kernels.layout import (
     S_COMPUTE,
     S_ELEM_TYPE,
     S_ITEMSIZE,
-    S_LOG_TARGET,
+    S_PARAMS,
     S_REDUCTION,
     S_WORKER,
     STATE_WORDS,
@@ -121,34 +121,35 @@ class Host:
         return wrapper
 
     def _attribute(self, api: capi.Api, info, name: str, kind: type):
-        """The node's attribute `name` if it has one of type `kind`, None if it has none; ValueError if it has
-        one of another type (KernelInfo can only be asked for a name and a type)."""
-        key = name.encode()
-        if kind is str:
-            size = C.c_size_t(0)
-            if status := api.KernelInfoGetAttribute_string(info, key, None, C.byref(size)):
-                api.ReleaseStatus(status)
-            else:
-                buffer = C.create_string_buffer(size.value)
-                if status := api.KernelInfoGetAttribute_string(info, key, buffer, C.byref(size)):
-                    raise ValueError(api.message(status))
-                return buffer.value.decode("utf-8", "replace")
-        else:
-            value = C.c_int64()
-            if status := api.KernelInfoGetAttribute_int64(info, key, C.byref(value)):
-                api.ReleaseStatus(status)
-            else:
-                return value.value
-        other = C.c_float()  # present with another type? (a FLOAT log_target of 1.0 must not read as absent)
-        if not (status := api.KernelInfoGetAttribute_float(info, key, C.byref(other))):
-            return other.value
-        api.ReleaseStatus(status)
-        if kind is not str:
-            size = C.c_size_t(0)
-            if not (status := api.KernelInfoGetAttribute_string(info, key, None, C.byref(size))):
-                return "(a string)"
-            api.ReleaseStatus(status)
+        """The node's attribute `name` if it has one of type `kind`, None if it has none; a value of another type
+        if it has one of that type (KernelInfo can only be asked for a name and a type; the record's check then
+        names the mismatch: a FLOAT log_target of 1.0 must not read as absent)."""
+        readers = {str: self._string, int: lambda *a: self._number(*a, "int64", C.c_int64),
+                   float: lambda *a: self._number(*a, "float", C.c_float)}
+        for read in (readers[kind], *(r for k, r in readers.items() if k is not kind)):
+            value = read(api, info, name.encode())
+            if value is not None:
+                return value
         return None
+
+    @staticmethod
+    def _string(api: capi.Api, info, key: bytes) -> str | None:
+        size = C.c_size_t(0)
+        if status := api.KernelInfoGetAttribute_string(info, key, None, C.byref(size)):
+            api.ReleaseStatus(status)
+            return None
+        buffer = C.create_string_buffer(size.value)
+        if status := api.KernelInfoGetAttribute_string(info, key, buffer, C.byref(size)):
+            raise ValueError(api.message(status))
+        return buffer.value.decode("utf-8", "replace")
+
+    @staticmethod
+    def _number(api: capi.Api, info, key: bytes, kind: str, ctype) -> int | float | None:
+        value = ctype()
+        if status := getattr(api, f"KernelInfoGetAttribute_{kind}")(info, key, C.byref(value)):
+            api.ReleaseStatus(status)
+            return None
+        return value.value
 
     def _create_kernel(self, op_pointer, api_address, info, kernel_out):
         entry = self._op(op_pointer)
@@ -165,7 +166,7 @@ class Host:
         words[S_COMPUTE], words[S_API], words[S_WORKER] = compute, api_address, worker
         words[S_ELEM_TYPE], words[S_ITEMSIZE] = entry.elem_type, layout.ELEMENT_TYPES[entry.elem_type].itemsize
         words[S_REDUCTION] = layout.REDUCTION_CODES[attrs["reduction"]]
-        words[S_LOG_TARGET] = attrs.get("log_target", 0)
+        (C.c_double * layout.MAX_PARAMS).from_address(state + 8 * S_PARAMS)[:] = layout.param_values(entry.op, attrs)
         kernel_out[0] = state
         return None
 

@@ -43,7 +43,7 @@ def _case(op_name: str, seed: int):
     r = np.random.default_rng(seed)
     rank = int(r.integers(0, 5))
     shape = tuple(int(r.choice([0, 1, 2, 3, 5, 7], p=[0.05, 0.25, 0.2, 0.2, 0.15, 0.15])) for _ in range(rank))
-    attrs = {a.name: a.allowed[int(r.integers(len(a.allowed)))] for a in op.attributes}
+    attrs = {a.name: a.values[int(r.integers(len(a.values)))] for a in op.attributes}
     shapes = {"input": shape}
     for i in op.inputs:
         if i.shape == EXACT:

@@ -118,7 +118,7 @@ def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spe
 def attribute_sets(op_name: str) -> list[dict]:
     attributes = opset.get(op_name).attributes
     return [dict(zip([a.name for a in attributes], values, strict=True))
-            for values in itertools.product(*(a.allowed for a in attributes))]
+            for values in itertools.product(*(a.values for a in attributes))]
 
 
 def matrix(full: bool) -> list[tuple[str, Point, str, dict, str]]:

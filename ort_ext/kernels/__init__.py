@@ -78,7 +78,7 @@ def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict,
     p = plan[0]
     p["elem_type"], p["itemsize"] = ELEMENT_TYPES[dtype], dtype.itemsize
     p["reduction"] = layout.REDUCTION_CODES[attrs["reduction"]]
-    p["log_target"] = attrs.get("log_target", 0)
+    p["params"] = layout.param_values(op, attrs)
     for j, a in enumerate(arrays):
         if a is None:
             continue

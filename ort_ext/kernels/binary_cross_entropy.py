@@ -13,7 +13,7 @@ from .registry import kernel
 
 @kernel("BinaryCrossEntropy", reads=("input", "target", "weight"), task_elements=1 << 14)
 @numba.njit(error_model="numpy", nogil=True)
-def binary_cross_entropy(x, y, w, _a, _b, out, m, scale, flag, tmp):
+def binary_cross_entropy(x, y, w, _a, _b, out, m, scale, _params, tmp):
     for k in range(m):
         xk, yk = load(x[k]), load(y[k])
         clamp = like(xk, LOG_CLAMP)

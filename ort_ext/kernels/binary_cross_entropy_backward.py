@@ -12,7 +12,7 @@ from .registry import kernel
 
 @kernel("BinaryCrossEntropyBackward", reads=("grad_output", "input", "target", "weight"), task_elements=1 << 16)
 @numba.njit(error_model="numpy", nogil=True)
-def binary_cross_entropy_backward(g, x, y, w, _, out, m, scale, flag, tmp):
+def binary_cross_entropy_backward(g, x, y, w, _, out, m, scale, _params, tmp):
     for k in range(m):
         xk = load(x[k])
         d = (like(xk, 1) - xk) * xk

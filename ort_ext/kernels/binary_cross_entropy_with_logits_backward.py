@@ -14,7 +14,7 @@ from .registry import kernel
 @kernel("BinaryCrossEntropyWithLogitsBackward", reads=("grad_output", "input", "target", "weight", "pos_weight"),
         task_elements=1 << 14)
 @numba.njit(error_model="numpy", nogil=True)
-def binary_cross_entropy_with_logits_backward(g, x, y, w, p, out, m, scale, flag, tmp):
+def binary_cross_entropy_with_logits_backward(g, x, y, w, p, out, m, scale, _params, tmp):
     for k in range(m):
         tmp[k] = exp(-abs(load(x[k])))
     for k in range(m):

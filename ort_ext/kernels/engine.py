@@ -63,8 +63,8 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     FULL,
     GENERAL,
     ITEMSIZE,
-    LOG_TARGET,
     MAX_INPUTS,
+    MAX_PARAMS,
     MAX_PARTIALS,
     MAX_RANK,
     MESSAGE,
@@ -94,6 +94,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     OUT_DIMS,
     OUT_NUMEL,
     OUT_RANK,
+    PARAMS,
     PARTIALS,
     PERIODIC,
     PLAN,
@@ -635,7 +636,8 @@ def _task_for(op_name: str):
                 origin[j], period[j] = buffers + j * _TILE_BYTES, 1
                 gathers = gathers or kind == GENERAL
         scale = compute(view(address, PLAN_WORDS, np.float64)[SCALE])
-        mode, n, itemsize, flag = w[MODE], w[N], w[ITEMSIZE], w[LOG_TARGET]
+        mode, n, itemsize = w[MODE], w[N], w[ITEMSIZE]
+        params = view(address + 8 * PARAMS, MAX_PARAMS, np.float64)
         streams = w[STREAM] != 0 and w[OUT_ADDRESS] % 32 == 0  # ORT's buffers are 64-byte aligned; numpy's may not be
         acc = view(w[WORKSPACE] + w[ACCUMULATOR] + 8 * i * w[OUT_NUMEL], w[OUT_NUMEL], np.float64)
         if mode == SUMBACK:  # this task's own accumulator
@@ -657,12 +659,12 @@ def _task_for(op_name: str):
             if mode == ELEMENTWISE:
                 out = w[OUT_ADDRESS] + lo * itemsize
                 if streams:  # computed into L1, then streamed out (TILE * itemsize keeps `out` 32-byte aligned)
-                    tile(v0, v1, v2, v3, v4, view(staged, m, dtype), m, scale, flag, tmp)
+                    tile(v0, v1, v2, v3, v4, view(staged, m, dtype), m, scale, params, tmp)
                     stream_copy(out, staged, m * itemsize)
                 else:
-                    tile(v0, v1, v2, v3, v4, view(out, m, dtype), m, scale, flag, tmp)
+                    tile(v0, v1, v2, v3, v4, view(out, m, dtype), m, scale, params, tmp)
                 continue
-            tile(v0, v1, v2, v3, v4, result, m, scale, flag, tmp)
+            tile(v0, v1, v2, v3, v4, result, m, scale, params, tmp)
             if mode == REDUCE:
                 chunk = w[CHUNK]
                 partials = view(w[WORKSPACE] + w[PARTIALS], (w[NTILES] + chunk - 1) // chunk, np.float64)

@@ -12,8 +12,8 @@ from .registry import kernel
 
 @kernel("KlDiv", reads=("input", "target"), task_elements=1 << 14)
 @numba.njit(error_model="numpy", nogil=True)
-def kl_div(x, t, _a, _b, _c, out, m, scale, log_target, tmp):
-    if log_target:
+def kl_div(x, t, _a, _b, _c, out, m, scale, params, tmp):
+    if params[0]:  # log_target
         for k in range(m):
             tk = load(t[k])
             store(out, k, exp(tk) * (tk - load(x[k])))

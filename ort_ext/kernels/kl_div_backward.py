@@ -12,8 +12,8 @@ from .registry import kernel
 
 @kernel("KlDivBackward", reads=("grad_output", "target"), task_elements=1 << 16)
 @numba.njit(error_model="numpy", nogil=True)
-def kl_div_backward(g, _x, t, _a, _b, out, m, scale, log_target, tmp):
-    if log_target:
+def kl_div_backward(g, _x, t, _a, _b, out, m, scale, params, tmp):
+    if params[0]:  # log_target
         for k in range(m):
             store(out, k, -(exp(load(t[k])) * load(g[k])) * scale)
     else:

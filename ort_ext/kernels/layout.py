@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...opset.spec import REDUCTIONS
+from ...opset.spec import REDUCTIONS, OpDef
 
 TILE = 1024
 MAX_RANK = 64  # numpy's limit; ONNX has none, and lossops reports a higher rank as a clear error
 MAX_INPUTS = 5
+MAX_PARAMS = 4  # an operator's numeric and enum attributes besides `reduction` (OpDef.params)
 MESSAGE_BYTES = 2048
 # An elementwise output at least this large is written with non-temporal stores (x86-64): a plain store first
-# reads each line it writes, so a large output cost twice its bytes. Measured on the 2-core Zen 3 VM: KL backward
-# at 1e7 float32 went from 22 to 36 GB/s and was faster from 3e5 elements up (1.2 MB); below 2 MiB an output
-# may still be in the writing core's L2 when the next node reads it, so smaller ones are stored as usual.
+# reads each line it writes, so a large output costs twice its bytes; below this size an output may still be in
+# the writing core's L2 when the next node reads it, so smaller ones are stored as usual (docs/speed.md).
 STREAM_BYTES = 2 << 20
 # A REDUCE call keeps a float64 partial per tile, or per run of tiles where it has more than this many tiles.
 MAX_PARTIALS = 1 << 20
@@ -52,7 +52,8 @@ OPERAND = np.dtype([
 ])
 PLAN = np.dtype([
     ("status", _i8), ("culprit", _i8), ("other", _i8),
-    ("elem_type", _i8), ("itemsize", _i8), ("reduction", _i8), ("log_target", _i8),
+    ("elem_type", _i8), ("itemsize", _i8), ("reduction", _i8),
+    ("params", np.float64, (MAX_PARAMS,)),  # the operator's parameters (`param_values`), read by its tile
     ("mode", _i8), ("n", _i8), ("ntiles", _i8), ("task_tiles", _i8), ("ntasks", _i8),
     ("chunk", _i8),  # REDUCE: consecutive tiles summed into one partial
     ("scale", np.float64),
@@ -72,13 +73,18 @@ def _word(dtype: np.dtype, name: str) -> int:
     return dtype.fields[name][1] // 8
 
 
-(STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, LOG_TARGET, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
+_FIELDS = ("status", "culprit", "other", "elem_type", "itemsize", "reduction", "params", "mode", "n", "ntiles",
+           "task_tiles", "ntasks", "chunk", "scale", "out_rank", "out_numel", "out_address", "stream", "workspace",
+           "workspace_bytes", "partials", "accumulator", "rank", "dims", "out_dims", "operands")
+# every field but the message, each named: a field added to PLAN and not here fails the import
+assert set(_FIELDS) == set(PLAN.names) - {"message"}, set(PLAN.names) ^ set(_FIELDS)
+(STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, PARAMS, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
  OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
- OPERANDS) = (_word(PLAN, f) for f in PLAN.names[:-1])
+ OPERANDS) = (_word(PLAN, f) for f in _FIELDS)
 MESSAGE = PLAN.fields["message"][1]  # in bytes
 OPERAND_WORDS = OPERAND.itemsize // 8
 O_PRESENT, O_KIND, O_ADDRESS, O_ELEM_TYPE, O_RANK, O_PERIOD, O_EXT, O_DIMS, O_STRIDES = (
-    _word(OPERAND, f) for f in OPERAND.names)
+    _word(OPERAND, f) for f in ("present", "kind", "address", "elem_type", "rank", "period", "ext", "dims", "strides"))
 
 
 # stack buffer sizes (constants: `stack` takes a literal)
@@ -92,6 +98,20 @@ _OPERAND_BYTES = 8 * MAX_INPUTS
 TASK_STACK_BYTES = _GATHER_BYTES + 2 * _TILE_BYTES + _RANK_BYTES + 2 * _OPERAND_BYTES + _BLOCK_SUMS_BYTES
 
 # A kernel's state (ort_ext/host.py writes it at session creation into C memory ORT frees; the compiled
-# `compute` reads it on every run): int64 words.
-S_COMPUTE, S_API, S_WORKER, S_ELEM_TYPE, S_ITEMSIZE, S_REDUCTION, S_LOG_TARGET = range(7)
-STATE_WORDS = 7
+# `compute` reads it on every run): int64 words, then the parameters as float64.
+S_COMPUTE, S_API, S_WORKER, S_ELEM_TYPE, S_ITEMSIZE, S_REDUCTION, S_PARAMS = range(7)
+STATE_WORDS = S_PARAMS + MAX_PARAMS
+
+
+def param_values(op: OpDef, attrs: dict) -> np.ndarray:
+    """The parameters of a call (float64 [MAX_PARAMS]), the same from both front ends: each of `op.params` in
+    record order, an enum as its value (an int) or its index among the allowed strings, a float as the float32
+    an ONNX FLOAT attribute holds."""
+    values = np.zeros(MAX_PARAMS, np.float64)
+    for k, a in enumerate(op.params):
+        value = attrs[a.name]
+        if isinstance(value, str):
+            values[k] = a.allowed.index(value)
+        else:
+            values[k] = np.float32(value) if a.kind is float else value
+    return values

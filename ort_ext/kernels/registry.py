@@ -20,9 +20,10 @@ from . import layout
 class Kernel:
     """What the engine needs of an operator, all of it fixed when numba compiles the operator's entry points.
 
-    `tile(v0, v1, v2, v3, v4, out, m, scale, flag, tmp)` computes `out[:m]` from the operand views (in schema
+    `tile(v0, v1, v2, v3, v4, out, m, scale, params, tmp)` computes `out[:m]` from the operand views (in schema
     order; inputs the loop does not read get a placeholder), `scale` (mean/batchmean factor of a gradient),
-    `flag` (log_target) and `tmp`, a compute-type scratch tile.
+    `params` (float64: the operator's attributes other than `reduction`, in record order, layout.param_values)
+    and `tmp`, a compute-type scratch tile.
     """
 
     op: OpDef
