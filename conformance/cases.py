@@ -20,6 +20,7 @@ from ..opset.spec import DTYPE_NAMES
 
 BCEWL, BCEB, KLB = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward"
 BCE, KL, BCEWLB = "BinaryCrossEntropy", "KlDiv", "BinaryCrossEntropyWithLogitsBackward"
+SFL, SFLG = "SigmoidFocalLoss", "SigmoidFocalLossGrad"
 
 
 @dataclass
@@ -263,6 +264,55 @@ def forward_companion_specs() -> list[Spec]:
             ]
         specs.append(Spec(f"kl_div_target_zero_{red}", KL, [lx[:2, :3], np.array([[0.0, 0.5, 0.5], [0.0, 0.0, 1.0]])],
                           {"reduction": red, "log_target": 0}, 6 if red != "none" else 0))
+    return specs
+
+
+@spec_source
+def sigmoid_focal_loss_specs() -> list[Spec]:
+    """The focal loss and its gradient: alpha and gamma (whole, fractional, 0; alpha off), weights, soft and hard
+    targets, rank 0, empty inputs, extreme and infinite logits."""
+    r = _rng(7)
+    x = r.normal(scale=3, size=(4, 6))
+    y = np.where(r.uniform(size=(4, 6)) < 0.5, r.uniform(size=(4, 6)), np.round(r.uniform(size=(4, 6))))
+    settings = {"default": {}, "alpha_off_gamma1.5": {"alpha": -1.0, "gamma": 1.5},
+                "gamma0": {"alpha": 0.75, "gamma": 0.0}, "gamma0.5": {"alpha": 0.5, "gamma": 0.5},
+                "gamma3": {"alpha": 0.25, "gamma": 3.0}}
+    specs = []
+    for red in ("none", "mean", "sum"):
+        s = x.size if red != "none" else 0
+        g = _grad(red, x.shape, r)
+        for name, attrs in settings.items():
+            a = {"reduction": red, **attrs}
+            specs += [Spec(f"sigmoid_focal_loss_{name}_{red}", SFL, [x, y, None], a, s),
+                      Spec(f"sigmoid_focal_loss_grad_{name}_{red}", SFLG, [g, x, y, None], a)]
+        a = {"reduction": red}
+        w_full, w_class = r.uniform(size=(4, 6)), r.uniform(size=6)
+        specs += [
+            Spec(f"sigmoid_focal_loss_weight_full_{red}", SFL, [x, y, w_full], a, s),
+            Spec(f"sigmoid_focal_loss_weight_class_{red}", SFL, [x, y, w_class], a, s),
+            Spec(f"sigmoid_focal_loss_rank0_{red}", SFL, [np.array(-0.7), np.array(1.0), None], a),
+            Spec(f"sigmoid_focal_loss_empty_{red}", SFL, [np.zeros((0, 6)), np.zeros((0, 6)), np.ones(6)], a),
+            Spec(f"sigmoid_focal_loss_rank3_{red}", SFL, [r.normal(size=(2, 3, 4)), r.uniform(size=(2, 3, 4)),
+                                                          r.uniform(size=4)], a, s),
+            Spec(f"sigmoid_focal_loss_grad_weight_full_{red}", SFLG, [g, x, y, w_full], a),
+            Spec(f"sigmoid_focal_loss_grad_weight_class_{red}", SFLG, [g, x, y, w_class], a),
+            Spec(f"sigmoid_focal_loss_grad_rank0_{red}", SFLG, [np.array(1.5), np.array(-0.7), np.array(1.0), None],
+                 a),
+            Spec(f"sigmoid_focal_loss_grad_empty_{red}", SFLG, [np.array(1.0), np.zeros((0, 6)), np.zeros((0, 6)),
+                                                                None], a),
+        ]
+    extreme = np.array([-1e4, -200, -100.5, -20, -1e-3, 0, 1e-3, 20, 100.5, 200, 1e4])
+    for target in (0.0, 1.0, 0.5):
+        t = np.full(extreme.shape, target)
+        specs += [Spec(f"sigmoid_focal_loss_extreme_target{target}", SFL, [extreme, t, None], {"reduction": "none"}),
+                  Spec(f"sigmoid_focal_loss_grad_extreme_target{target}", SFLG, [np.ones(extreme.shape), extreme, t,
+                                                                                None], {"reduction": "none"})]
+    inf = np.inf
+    x_inf, y_fin = np.repeat([-inf, inf], 3), np.tile([0.0, 0.25, 1.0], 2)
+    specs += [Spec("sigmoid_focal_loss_infinite_logits", SFL, [x_inf, y_fin, np.tile([0.0, 2.0, 1.0], 2)],
+                   {"reduction": "none"}),
+              Spec("sigmoid_focal_loss_grad_infinite_logits", SFLG, [np.ones(6), x_inf, y_fin, None],
+                   {"reduction": "none"})]
     return specs
 
 

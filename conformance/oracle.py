@@ -87,3 +87,53 @@ def binary_cross_entropy_with_logits_backward(grad_output, input, target, weight
     (grad,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
     return grad.numpy()
 
+
+
+def _focal(x, y, alpha, gamma):
+    """torchvision.ops.sigmoid_focal_loss's loss per element, in float64, with its `1 - p_t` written as
+    p * (1 - y) + sigmoid(-x) * y and its cross entropy as a sum of softplus terms (the same values; torchvision's
+    forms cancel for a confident prediction, which would make the oracle the least accurate party). `alpha` and
+    `gamma` as the float32 attributes hold them."""
+    alpha, gamma = float(np.float32(alpha)), float(np.float32(gamma))
+    p, zero = torch.sigmoid(x), torch.zeros((), dtype=torch.float64)
+    # the cross entropy as (1 - y) * softplus(x) + y * softplus(-x): torch's binary_cross_entropy_with_logits
+    # cancels for x << 0 (tolerance.oracle_error), these terms do not
+    ce = (1 - y) * torch.logaddexp(zero, x) + y * torch.logaddexp(zero, -x)
+    loss = ce * (p * (1 - y) + torch.sigmoid(-x) * y) ** gamma
+    if alpha >= 0:
+        loss = (alpha * y + (1 - alpha) * (1 - y)) * loss
+    return loss
+
+
+@oracle("SigmoidFocalLoss")
+def sigmoid_focal_loss(input, target, weight=None, *, reduction, alpha, gamma):
+    x, y, w = map(_t, (input, target, weight))
+    loss = _focal(x, y, alpha, gamma)
+    # the loss's limit at an infinite logit (the operator's doc), where PyTorch's formula gives NaN
+    side = torch.where(x > 0, 1 - y, y)
+    limit = torch.where(side == 0, 0.0, torch.inf)
+    loss = torch.where(torch.isinf(x), limit, loss)
+    if w is not None:
+        loss = torch.where(w == 0, 0.0, loss * w)
+    return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction].numpy()
+
+
+@oracle("SigmoidFocalLossGrad")
+def sigmoid_focal_loss_grad(grad_output, input, target, weight=None, *, reduction, alpha, gamma):
+    x = _t(input).requires_grad_(True)
+    y, w, g = map(_t, (target, weight, grad_output))
+    loss = _focal(x, y, alpha, gamma)
+    if w is not None:
+        loss = loss * w
+    loss = {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction]
+    (grad,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
+    # at an infinite logit the gradient's limit (the operator's doc): s * alpha_t * a**gamma * a, where PyTorch
+    # gives NaN; a = 0 makes it 0
+    x = x.detach()
+    a = torch.where(x > 0, 1 - y, y)
+    alpha_f, gamma_f = float(np.float32(alpha)), float(np.float32(gamma))
+    balance = torch.ones(()) if alpha_f < 0 else alpha_f * y + (1 - alpha_f) * (1 - y)
+    limit = torch.sign(x) * balance * a**gamma_f * a * g.expand(x.shape) * (1.0 if w is None else w)
+    if reduction == "mean":
+        limit = limit / max(x.numel(), 1)
+    return torch.where(torch.isinf(x), limit, grad).numpy()

@@ -75,6 +75,20 @@ def kl_div_backward(grad_output, input, target, reduction: int = 1, log_target: 
                                     log_target=int(log_target))
 
 
+@translates("lossops::sigmoid_focal_loss")
+def sigmoid_focal_loss(input, target, weight=None, reduction: int = 1, alpha: float = 0.25, gamma: float = 2.0):
+    return lossops_op.SigmoidFocalLoss(input, target, weight, reduction=reduction_name(reduction, "SigmoidFocalLoss"),
+                                       alpha=float(alpha), gamma=float(gamma))
+
+
+@translates("lossops::sigmoid_focal_loss_backward")
+def sigmoid_focal_loss_backward(grad_output, input, target, weight=None, reduction: int = 1, alpha: float = 0.25,
+                                gamma: float = 2.0):
+    return lossops_op.SigmoidFocalLossGrad(grad_output, input, target, weight,
+                                           reduction=reduction_name(reduction, "SigmoidFocalLossGrad"),
+                                           alpha=float(alpha), gamma=float(gamma))
+
+
 @translates("aten::convolution_backward")
 def convolution_backward(grad_output, input, weight, bias_sizes: Sequence[int], stride: Sequence[int],
                          padding: Sequence[int], dilation: Sequence[int], transposed: bool,

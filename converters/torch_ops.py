@@ -1,5 +1,6 @@
-"""PyTorch custom operators for the two losses whose backward has no aten operator (BCE with logits, KL
-divergence), so that a joint forward/backward graph keeps them as single ops; and a TorchFunctionMode that
+"""PyTorch custom operators for the losses whose backward has no aten operator (BCE with logits, KL
+divergence) or which have no aten operator at all (the focal loss), so that a joint forward/backward graph keeps
+them as single ops; and a TorchFunctionMode that
 routes torch.nn.functional's calls to them while a training step is traced. Needs torch."""
 
 from __future__ import annotations
@@ -100,6 +101,65 @@ def _kl_backward(ctx, grad):
 
 
 kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
+
+def _focal_terms(input: Tensor, target: Tensor, alpha: float, gamma: float) -> tuple[Tensor, Tensor, Tensor]:
+    """(alpha_t * (1 - p_t)**gamma, the cross entropy, 1 - p_t) of the focal loss, in forms that do not cancel."""
+    zero = input.new_zeros(())
+    ce = (1 - target) * torch.logaddexp(zero, input) + target * torch.logaddexp(zero, -input)
+    q = torch.sigmoid(input) * (1 - target) + torch.sigmoid(-input) * target
+    balance = 1.0 if alpha < 0 else alpha * target + (1 - alpha) * (1 - target)
+    return balance * q**gamma, ce, q
+
+
+@torch.library.custom_op("lossops::sigmoid_focal_loss", mutates_args=())
+def sigmoid_focal_loss(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int, alpha: float,
+                       gamma: float) -> Tensor:
+    """torchvision.ops.sigmoid_focal_loss (with an optional weight) as one op: the exporters see
+    lossops.SigmoidFocalLoss."""
+    factor, ce, _ = _focal_terms(input, target, alpha, gamma)
+    loss = factor * ce if weight is None else factor * ce * weight
+    if reduction == _NONE:
+        return loss.clone()
+    return loss.mean() if reduction == _MEAN else loss.sum()
+
+
+@sigmoid_focal_loss.register_fake
+def _(input, target, weight, reduction, alpha, gamma):
+    return input.new_empty(input.shape if reduction == _NONE else ())
+
+
+@torch.library.custom_op("lossops::sigmoid_focal_loss_backward", mutates_args=())
+def sigmoid_focal_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                                reduction: int, alpha: float, gamma: float) -> Tensor:
+    factor, ce, q = _focal_terms(input, target, alpha, gamma)
+    p = torch.sigmoid(input)
+    focus = torch.where(q > 0, gamma * ce * p * torch.sigmoid(-input) / q * (1 - 2 * target), 0.0)
+    grad = factor * ((p - target) + focus) * grad_output
+    if weight is not None:
+        grad = grad * weight
+    return grad / input.numel() if reduction == _MEAN else grad.expand(input.shape).clone()
+
+
+@sigmoid_focal_loss_backward.register_fake
+def _(grad_output, input, target, weight, reduction, alpha, gamma):
+    return torch.empty_like(input)
+
+
+def _focal_setup(ctx, inputs, output):
+    ctx.save_for_backward(*[t for t in inputs[:3] if t is not None])
+    ctx.present = [t is not None for t in inputs[:3]]
+    ctx.reduction, ctx.alpha, ctx.gamma = inputs[3:6]
+
+
+def _focal_backward(ctx, grad):
+    saved = iter(ctx.saved_tensors)
+    input, target, weight = (next(saved) if p else None for p in ctx.present)
+    return (torch.ops.lossops.sigmoid_focal_loss_backward(grad, input, target, weight, ctx.reduction, ctx.alpha,
+                                                          ctx.gamma), None, None, None, None, None)
+
+
+sigmoid_focal_loss.register_autograd(_focal_backward, setup_context=_focal_setup)
+
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):
     """While active, F.binary_cross_entropy_with_logits and F.kl_div run as the lossops custom ops."""

@@ -40,13 +40,38 @@ def raw_model(op, inputs, types, shapes, **attrs):
     ("BinaryCrossEntropyBackward", {"reduction": "avg"}, "attribute 'reduction' is 'avg'"),
     ("KlDivBackward", {"reduction": "MEAN"}, "attribute 'reduction' is 'MEAN'"),
     ("KlDivBackward", {"log_target": 2}, "attribute 'log_target' is 2; expected one of 0, 1"),
+    ("SigmoidFocalLoss", {"gamma": -0.5}, r"attribute 'gamma' is -0.5; expected a finite float in \[0, inf\]"),
+    ("SigmoidFocalLoss", {"alpha": float("nan")}, r"attribute 'alpha' is nan; expected a finite float in \[-1, 1\]"),
+    ("SigmoidFocalLossGrad", {"alpha": 1.5}, r"attribute 'alpha' is 1.5; expected a finite float in \[-1, 1\]"),
+    ("SigmoidFocalLoss", {"gamma": "2"}, r"attribute 'gamma' is '2' \(str\); expected a float"),
 ])
 def test_bad_attribute(op, attrs, expected, mode):
     with pytest.raises(ValueError, match=f"{op}: {expected}"):
         opset.make_node(op, ["a", "b", "c"], ["y"], **attrs)
-    inputs = ["x", "t"] if op == "BinaryCrossEntropyWithLogits" else ["g", "x", "t"]
+    inputs = ["x", "t"] if op in ("BinaryCrossEntropyWithLogits", "SigmoidFocalLoss") else ["g", "x", "t"]
     model = raw_model(op, inputs, {}, {n: [3] for n in inputs}, **attrs)
     with pytest.raises(ValueError, match=f"{op} node 'output': {expected}"):
+        InferenceSession(model.SerializeToString(), mode=mode)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_float_attributes_reach_every_path(mode):
+    """alpha and gamma given on the node reach the kernels (parameters) and the decomposition (attribute
+    references in the function, values in an expansion): each mode agrees with the oracle, and an INT where a
+    FLOAT is declared is refused, not read as another value."""
+    from lossops.conformance.oracle import ORACLES
+
+    r = np.random.default_rng(0)
+    x, t = r.normal(size=(3, 4)).astype(np.float32), r.uniform(size=(3, 4)).astype(np.float32)
+    for alpha, gamma in ((0.75, 3.0), (-1.0, 0.5)):
+        model = raw_model("SigmoidFocalLoss", ["x", "t"], {}, {"x": [3, 4], "t": [3, 4]}, reduction="none",
+                          alpha=alpha, gamma=gamma)
+        got = InferenceSession(opset.with_functions(model).SerializeToString(), mode=mode).run(
+            None, {"x": x, "t": t})[0]
+        expected = ORACLES["SigmoidFocalLoss"](x, t, None, reduction="none", alpha=alpha, gamma=gamma)
+        np.testing.assert_allclose(got, expected, rtol=2e-6)
+    model = raw_model("SigmoidFocalLoss", ["x", "t"], {}, {"x": [3], "t": [3]}, gamma=2)
+    with pytest.raises(ValueError, match=r"attribute 'gamma' is 2 \(int\); expected a float"):
         InferenceSession(model.SerializeToString(), mode=mode)
 
 

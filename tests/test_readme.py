@@ -43,3 +43,16 @@ def test_the_readme_speed_table_is_generated_from_the_stored_run():
 
     run = json.loads((README.parent / "docs" / "bench.json").read_text())
     assert summary(run) in README.read_text(), "README's speed table is stale: lossops bench --summary docs/bench.json"
+
+
+def test_the_readme_operator_table_lists_every_operator():
+    """Each operator of the set has its row, named first, with its inputs in record order."""
+    from lossops import opset
+
+    section = README.read_text().split("## Operators\n", 1)[1].split("\n## ", 1)[0]
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in section.splitlines()
+            if line.startswith("| ") and line.split("|")[1].strip() in opset.OPS}
+    assert set(rows) == set(opset.OPS)
+    for name, inputs in rows.items():
+        formal = ", ".join(i.name + ("?" if i.optional else "") for i in opset.OPS[name].inputs)
+        assert inputs == formal, name

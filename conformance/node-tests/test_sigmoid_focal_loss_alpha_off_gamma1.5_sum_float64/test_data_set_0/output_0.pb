@@ -1,0 +1,1 @@
+BoutputJôiP÷í,4@

@@ -1,0 +1,1 @@
+BweightJ1ÄO?ft(?*Z?¾×C>
