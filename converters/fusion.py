@@ -1,5 +1,5 @@
 """Fusion: the standard-op subgraphs that PyTorch's ONNX exporters emit for binary_cross_entropy_with_logits
-become one lossops node, with onnxscript's pattern rewriter.
+and for torchvision's sigmoid_focal_loss become one lossops node, with onnxscript's pattern rewriter.
 
 Both exporters compute `log(sigmoid(x))`, which is -inf for logits below about -90 in float32 (PyTorch 2.13:
 loss inf at logit -200 where PyTorch gives 200); the fused node is finite and accurate there. Patterns
@@ -10,6 +10,10 @@ loss inf at logit -200 where PyTorch gives 200); the fused node is finite and ac
   sum, `Squeeze(ReduceMean(keepdims=1))` for mean.
 - TorchScript exporter: `-(y * log(s) [* p] + (1 - y) * log(1 - s))` with `s = sigmoid(x)`; weight `w *`;
   `ReduceSum`/`ReduceMean(keepdims=0)`.
+- torchvision's sigmoid_focal_loss through the dynamo exporter: the cross entropy above (no weights), times
+  `(1 - (s * y + (1 - s) * (1 - y))) ** gamma`, times `y * alpha + (1 - y) * (1 - alpha)` unless alpha < 0, the
+  exporter sharing `1 - y` and constants; the same reductions. Its `1 - p_t` cancels for confident predictions
+  and its log(sigmoid) is -inf past about -90: the fused node is accurate for every logit.
 """
 
 from __future__ import annotations
@@ -153,6 +157,63 @@ def _shapes_fit(x: ir.Value, y: ir.Value, w: ir.Value | None, pw: ir.Value | Non
     return True
 
 
+class _FocalLoss(pattern.RewriteRuleClassBase):
+    """torchvision's sigmoid_focal_loss as the dynamo exporter writes it, for one reduction, with (`balanced`) or
+    without (alpha < 0) the alpha_t factor; alpha and gamma are read from the matched constants."""
+
+    def __init__(self, reduction: str, balanced: bool):
+        super().__init__(f"dynamo-sigmoid-focal-loss{'' if balanced else '-unbalanced'}-{reduction}")
+        self.reduction, self.balanced = reduction, balanced
+        self.reduce = _REDUCTIONS["dynamo"][reduction]
+
+    def pattern(self, op, x, y, gamma, alpha, beta):
+        s, one_minus_y = op.Sigmoid(x), op.Sub(1.0, y)
+        ce = op.Sub(op.Mul(one_minus_y, x), op.Log(s))
+        p_t = op.Add(op.Mul(s, y), op.Mul(op.Sub(1.0, s), one_minus_y))
+        loss = op.Mul(ce, op.Pow(op.Sub(1.0, p_t), gamma))
+        if self.balanced:
+            loss = op.Mul(op.Add(op.Mul(y, alpha), op.Mul(one_minus_y, beta)), loss)
+        return self.reduce(op, loss)
+
+    def check(self, context, x, y, gamma, alpha=None, beta=None, **_) -> bool:
+        values = self._attributes(gamma, alpha, beta)
+        return values is not None and _shapes_fit(x, y, None, None, 0)
+
+    def rewrite(self, op, x, y, gamma, alpha=None, beta=None, **_):
+        values = self._attributes(gamma, alpha, beta)
+        return op.SigmoidFocalLoss(x, y, reduction=self.reduction, _domain=opset.DOMAIN, **values)
+
+    def _attributes(self, gamma, alpha, beta) -> dict | None:
+        """{alpha, gamma} from the constants, None where they are not scalar constants that the operator takes
+        (beta must be 1 - alpha as float32 rounds it)."""
+        g = _scalar(gamma)
+        if g is None or not g >= 0:
+            return None
+        if not self.balanced:
+            return {"alpha": -1.0, "gamma": g}
+        a, b = _scalar(alpha), _scalar(beta)
+        if a is None or b is None or not 0 <= a <= 1 or abs(b - (1 - a)) > 2.0**-23:
+            return None
+        return {"alpha": a, "gamma": g}
+
+
+class _UnbalancedFocalLoss(_FocalLoss):
+    def pattern(self, op, x, y, gamma):
+        return super().pattern(op, x, y, gamma, None, None)
+
+
+def _scalar(value: ir.Value | None) -> float | None:
+    """A constant one-element value as a float, else None."""
+    const = None if value is None else value.const_value
+    if const is None:
+        return None
+    array = const.numpy()
+    return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "fiu" else None
+
+
+FOCAL_PASSES = [pattern.RewriteRuleSet([_FocalLoss.rule(r, True), _UnbalancedFocalLoss.rule(r, False)], commute=True)
+                for r in ("mean", "sum", "none")]
+
 # The rewriter tries every rule at each node, in graph order, as the pattern's last node; the loss core comes
 # before its weight Mul and its reduction, so the largest patterns must run first, in passes of their own.
 PASSES = [
@@ -163,14 +224,15 @@ PASSES = [
 
 
 def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """(copy of `model` with every recognised BCE-with-logits subgraph replaced by a lossops node, report)."""
+    """(copy of `model` with every recognised BCE-with-logits and focal-loss subgraph replaced by a lossops node,
+    report)."""
     before = _count(model)
     fused = model
-    for rules in PASSES:  # each pass re-infers: the conditions read the shapes of intermediate values
+    # the focal loss contains the cross entropy's pattern: it goes first
+    for rules in [*FOCAL_PASSES, *PASSES]:  # each pass re-infers: the conditions read intermediate shapes
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
-    report = [f"fused {n.op_type} '{n.name or n.output[0]}' (reduction {_reduction(n)})"
-              for n in fused.graph.node if n.domain == opset.DOMAIN and n.op_type == BCEWL]
-    report = report[before:] if before else report
+    added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
+    report = [f"fused {n.op_type} '{n.name or n.output[0]}' (reduction {_reduction(n)})" for n in added]
     return opset.with_functions(fused), report
 
 

@@ -137,6 +137,75 @@ def test_fuse_exporter_patterns(exporter, reduction, weight, pos_weight):
     _close(_run(fused, args, plain=True), expected)
 
 
+def _focal(x, y, alpha: float, gamma: float, reduction: str):
+    """torchvision.ops.sigmoid_focal_loss, written out as torchvision writes it (torchvision is not a dependency)."""
+    p = torch.sigmoid(x)
+    loss = F.binary_cross_entropy_with_logits(x, y, reduction="none") * ((1 - (p * y + (1 - p) * (1 - y))) ** gamma)
+    if alpha >= 0:
+        loss = (alpha * y + (1 - alpha) * (1 - y)) * loss
+    return {"none": loss, "mean": loss.mean(), "sum": loss.sum()}[reduction]
+
+
+class FocalLoss(torch.nn.Module):
+    """A Linear layer whose large logits (+-200 and beyond) feed torchvision's focal loss."""
+
+    def __init__(self, alpha: float, gamma: float, reduction: str):
+        super().__init__()
+        torch.manual_seed(0)
+        self.linear, self.alpha, self.gamma, self.reduction = torch.nn.Linear(4, 3), alpha, gamma, reduction
+
+    def forward(self, features, labels):
+        return _focal(self.linear(features) * 100, labels, self.alpha, self.gamma, self.reduction)
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize(("alpha", "gamma"), [(0.25, 2.0), (-1.0, 1.5), (0.5, 0.0)])
+def test_fuse_torchvision_focal_loss(alpha, gamma, reduction):
+    """The dynamo export of torchvision's focal loss returns inf at large logits; fused, it is one
+    SigmoidFocalLoss node with the module's alpha and gamma, held to the float64 oracle on the same logits."""
+    from lossops.conformance.oracle import ORACLES
+
+    module = FocalLoss(alpha, gamma, reduction)
+    args = _inputs()
+    exported = _exported(module, args, "dynamo")
+    assert not np.isfinite(_run(exported, args, plain=True)).all()  # the defect fusion repairs
+    fused, report = fuse(exported)
+    assert report == [f"fused SigmoidFocalLoss '{fused.graph.node[-1].name}' (reduction {reduction})"], report
+    node = next(n for n in fused.graph.node if n.domain == opset.DOMAIN)
+    assert opset.node_attributes(node) == {"reduction": reduction, "alpha": alpha, "gamma": gamma}
+    assert not {"Sigmoid", "Log", "Pow"} & {n.op_type for n in fused.graph.node}
+    logits = (module.linear(args[0]) * 100).detach().numpy()
+    expected = ORACLES["SigmoidFocalLoss"](logits, args[1].numpy(), None, reduction=reduction, alpha=alpha,
+                                           gamma=gamma)
+    _close(_run(fused, args), expected)
+    _close(_run(fused, args, plain=True), expected)
+
+
+def test_export_focal_loss_custom_op_and_its_gradient():
+    """`torch.ops.lossops.sigmoid_focal_loss` exports as the lossops node, and its autograd is the gradient
+    operator's formula: both held to the float64 oracle."""
+    from lossops.conformance.oracle import ORACLES
+    from lossops.converters import torch_ops  # noqa: F401 (defines torch.ops.lossops.*)
+
+    class Focal(torch.nn.Module):
+        def forward(self, x, y, w):
+            return torch.ops.lossops.sigmoid_focal_loss(x, y, w, 2, 0.25, 2.0)
+
+    g = torch.Generator().manual_seed(3)
+    x, y, w = torch.randn(6, 4, generator=g) * 5, torch.rand(6, 4, generator=g), torch.rand(4, generator=g)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = export(Focal(), (x, y, w))
+    assert [n.op_type for n in model.graph.node if n.domain == opset.DOMAIN] == ["SigmoidFocalLoss"]
+    attrs = {"alpha": 0.25, "gamma": 2.0}
+    expected = ORACLES["SigmoidFocalLoss"](x.numpy(), y.numpy(), w.numpy(), reduction="sum", **attrs)
+    _close(_run(model, (x, y, w)), expected)
+    xg = x.clone().requires_grad_(True)
+    torch.ops.lossops.sigmoid_focal_loss(xg, y, w, 2, 0.25, 2.0).backward()
+    grad = ORACLES["SigmoidFocalLossGrad"](np.array(1.0), x.numpy(), y.numpy(), w.numpy(), reduction="sum", **attrs)
+    _close(xg.grad.numpy(), grad)
+
+
 def test_fuse_leaves_other_graphs_alone():
     node = onnx.helper.make_node("Sigmoid", ["x"], ["y"])
     graph = onnx.helper.make_graph([node], "g", [onnx.helper.make_tensor_value_info("x", 1, [3])],
