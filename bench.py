@@ -64,43 +64,17 @@ def model_for(op: str, feeds: dict[str, np.ndarray], dtype: str, reduction: str)
 
 
 def torch_eager(op: str, feeds: dict[str, np.ndarray], reduction: str):
-    """The same computation in PyTorch eager: the functional loss, aten's backward where one exists, else
-    the formula autograd evaluates (KL's gradient -t*g; BCE-with-logits' through sigmoid; the focal loss as
-    torchvision writes it, alpha 0.25 and gamma 2). ValueError for an operator without one."""
+    """The same computation in PyTorch eager (the operator's `eager` in its conformance module: the functional
+    loss, aten's backward where one exists, else the formula autograd evaluates). ValueError for an operator
+    without one."""
     import torch
-    import torch.nn.functional as F
 
-    t = {k: torch.from_numpy(v) for k, v in feeds.items()}
-    x, y, g = t["input"], t["target"], t.get("grad_output")
-    scale = 1 / x.numel() if reduction == "mean" else 1.0
-    code = opset.spec.REDUCTIONS.index(reduction)
+    from .conformance import ops
 
-    def focal():
-        p = torch.sigmoid(x)
-        ce = F.binary_cross_entropy_with_logits(x, y, reduction="none")
-        loss = (0.25 * y + 0.75 * (1 - y)) * ce * (1 - (p * y + (1 - p) * (1 - y))) ** 2
-        return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction]
-
-    def focal_grad():
-        p, q = torch.sigmoid(x), torch.sigmoid(x) * (1 - y) + torch.sigmoid(-x) * y
-        ce = F.binary_cross_entropy_with_logits(x, y, reduction="none")
-        focus = 2 * ce * p * (1 - p) * (1 - 2 * y)
-        return (0.25 * y + 0.75 * (1 - y)) * ((p - y) * q * q + focus * q) * g * scale
-
-    eager = {
-        "BinaryCrossEntropyWithLogits": lambda: F.binary_cross_entropy_with_logits(x, y, reduction=reduction),
-        "BinaryCrossEntropy": lambda: F.binary_cross_entropy(x, y, reduction=reduction),
-        "KlDiv": lambda: F.kl_div(x, y, reduction=reduction),
-        "BinaryCrossEntropyBackward": lambda: torch.ops.aten.binary_cross_entropy_backward(g.expand(x.shape), x, y,
-                                                                                           None, code),
-        "KlDivBackward": lambda: torch.mul(y, g).neg_().mul_(scale),
-        "BinaryCrossEntropyWithLogitsBackward": lambda: torch.sigmoid(x).sub_(y).mul_(g).mul_(scale),
-        "SigmoidFocalLoss": focal,
-        "SigmoidFocalLossGrad": focal_grad,
-    }
-    if op not in eager:
-        raise ValueError(f"bench: {op} has no PyTorch eager baseline (bench.torch_eager)")
-    return eager[op]
+    eager = getattr(ops.module(op), "eager", None)
+    if eager is None:
+        raise ValueError(f"bench: {op} has no PyTorch eager baseline (conformance/ops/<operator>.py: eager)")
+    return eager({k: torch.from_numpy(v) for k, v in feeds.items()}, reduction)
 
 
 class Stream:

@@ -26,6 +26,7 @@ import numpy as np
 from onnx import helper
 
 from ..opset.spec import DTYPE_NAMES
+from . import ops
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 DTYPES = {name: np.dtype(helper.tensor_dtype_to_np_dtype(elem)) for name, elem in DTYPE_NAMES.items()}
@@ -98,107 +99,16 @@ def compare(got: np.ndarray, ref: np.ndarray, dtype_name: str, summed: int = 0,
 
 
 def oracle_error(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
-    """An absolute bound on the oracle's own rounding error, where PyTorch's formula cancels.
-
-    PyTorch computes BCE-with-logits as `(1 - y) * x + (1 + (p - 1) * y) * softplus(-x)`: for x << 0 and
-    y = 0 the two terms are about |x| each and cancel, so its float64 result is off by up to a few float64
-    ulps of |x| (e.g. it returns 0 for x = -100.5, where the loss is exp(-100.5) = 2.2e-44). lossops' form
-    has no cancellation; this bound keeps the comparison honest there and is ~1e-14 relative elsewhere.
-    """
-    if op in ("SigmoidFocalLoss", "SigmoidFocalLossGrad"):
-        return _focal_oracle_error(op, inputs, attrs)
-    if op != "BinaryCrossEntropyWithLogits":
-        return 0.0
-    x, y, w, p = (None if a is None else np.asarray(a, np.float64) for a in inputs)
-    w = 1.0 if w is None else np.abs(w)
-    p = 1.0 if p is None else p
-    with np.errstate(all="ignore"):
-        magnitude = (np.abs((1 - y) * x) + np.abs(1 + (p - 1) * y) * np.logaddexp(0, -x)) * w
-    # none where the terms are infinite: the expected value there is a limit (exact) or itself not finite
-    bound = np.where(np.isfinite(magnitude), 4 * np.finfo(np.float64).eps * magnitude, 0.0)
-    if attrs["reduction"] == "none":
-        return bound
-    return float(bound.sum() / (max(bound.size, 1) if attrs["reduction"] == "mean" else 1))
-
-
-def _focal_oracle_error(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
-    """The oracle's q**gamma carries gamma times the rounding of its q = 1 - p_t (a few float64 ulps, as any
-    implementation's q): 4 * gamma ulps of the terms' size."""
-    gamma = float(np.float32(attrs["gamma"]))
-    if op == "SigmoidFocalLossGrad":
-        bound = 4 * gamma * np.finfo(np.float64).eps * _focal_grad_terms(inputs, attrs)
-        if attrs["reduction"] == "mean":
-            bound = bound / max(np.asarray(inputs[1]).size, 1)
-        return np.broadcast_to(bound, np.asarray(inputs[1]).shape)
-    x, y, w = (None if a is None else np.asarray(a, np.float64) for a in inputs)
-    alpha = float(np.float32(attrs["alpha"]))
-    with np.errstate(all="ignore"):
-        p = 1 / (1 + np.exp(-x))
-        q = np.abs(p * (1 - y) + (1 - p) * y)
-        balance = 1.0 if alpha < 0 else np.abs(alpha * y + (1 - alpha) * (1 - y))
-        ce = (1 - y) * np.logaddexp(0, x) + y * np.logaddexp(0, -x)
-        loss = np.abs(ce * balance * q**gamma * (w if w is not None else 1.0))
-    bound = np.where(np.isfinite(loss), 4 * gamma * np.finfo(np.float64).eps * loss, 0.0)
-    if attrs["reduction"] == "none":
-        return bound
-    return float(bound.sum() / (max(bound.size, 1) if attrs["reduction"] == "mean" else 1))
+    """An absolute bound on the oracle's own rounding error, where PyTorch's formula cancels or amplifies it:
+    the operator's `oracle_error` (conformance/ops/), 0 where it has none."""
+    allowance = getattr(ops.module(op), "oracle_error", None)
+    return 0.0 if allowance is None else allowance(inputs, attrs)
 
 
 def term_magnitude(op: str, inputs: list, attrs: dict) -> np.ndarray | float:
-    """The size of the terms whose difference the output is, where the formula cancels (float64).
-
-    KlDiv is `xlogy(t, t) - t * x`, BinaryCrossEntropyWithLogitsBackward `c * sigmoid(x) - p * y` and
-    SigmoidFocalLossGrad `(p - y) * q**gamma + gamma * ce * q**(gamma - 1) * p * (1 - p) * (1 - 2y)`, whose two
-    terms cancel where a soft target's gradient crosses 0: a result much smaller than its terms carries the
-    compute type's rounding of the terms, for every backend and for PyTorch alike, so the relative bound applies
-    to the terms' size there."""
-    if op == "KlDiv":
-        x, t = (np.asarray(a, np.float64) for a in inputs)
-        with np.errstate(all="ignore"):
-            if attrs["log_target"]:
-                terms = np.exp(t) * (np.abs(t) + np.abs(x))
-            else:
-                terms = np.abs(np.where(t == 0, 0.0, t * np.log(np.abs(t) + (t == 0)))) + np.abs(t * x)
-        return _reduced(terms, attrs["reduction"], np.asarray(inputs[0]).shape)
-    if op == "BinaryCrossEntropyWithLogitsBackward":
-        g, x, y, w, p = (None if a is None else np.asarray(a, np.float64) for a in inputs)
-        p = 1.0 if p is None else p
-        w = 1.0 if w is None else np.abs(w)
-        with np.errstate(all="ignore"):  # infinite targets: the expected value is itself infinite
-            terms = (np.abs(p * y + 1 - y) + np.abs(p * y)) * np.abs(g) * w
-        if attrs["reduction"] == "mean":
-            terms = terms / max(np.asarray(x).size, 1)
-        return np.broadcast_to(terms, np.asarray(x).shape)
-    if op == "SigmoidFocalLossGrad":
-        # torch's autograd computes p - y as (1 - y) * p - y * (1 - p), terms whose sum is q
-        terms = _focal_grad_terms(inputs, attrs)
-        if attrs["reduction"] == "mean":
-            terms = terms / max(np.asarray(inputs[1]).size, 1)
-        return np.broadcast_to(terms, np.asarray(inputs[1]).shape)
-    return 0.0
-
-
-def _focal_grad_terms(inputs: list, attrs: dict) -> np.ndarray:
-    """|g| * w * alpha_t * q**gamma * (q + |gamma * ce * r * (1 - 2y)|): the size of the focal gradient's terms."""
-    g, x, y, w = (None if a is None else np.asarray(a, np.float64) for a in inputs)
-    w = 1.0 if w is None else np.abs(w)
-    alpha, gamma = float(np.float32(attrs["alpha"])), float(np.float32(attrs["gamma"]))
-    with np.errstate(all="ignore"):
-        p = 1 / (1 + np.exp(-x))
-        q = p * (1 - y) + (1 - p) * y
-        ce = (1 - y) * np.logaddexp(0, x) + y * np.logaddexp(0, -x)
-        focus = np.where(q > 0, gamma * ce * p * (1 - p) / q * np.abs(1 - 2 * y), 0.0)
-        balance = 1.0 if alpha < 0 else alpha * y + (1 - alpha) * (1 - y)
-        terms = np.abs(g) * w * balance * np.abs(q) ** gamma * (np.abs(q) + focus)
-    return np.where(np.isfinite(terms), terms, 0.0)
-
-
-def _reduced(terms: np.ndarray, reduction: str, input_shape: tuple[int, ...]) -> np.ndarray | float:
-    if reduction == "none":
-        return terms
-    total = float(terms.sum())
-    if reduction == "mean":
-        return total / terms.size if terms.size else 0.0
-    if reduction == "batchmean" and input_shape:
-        return total / input_shape[0] if input_shape[0] else 0.0
-    return total
+    """The size of the terms whose difference the output is, where the operator's formula cancels (float64): a
+    result much smaller than its terms carries the compute type's rounding of the terms, for every backend and
+    for PyTorch alike, so the relative bound applies to the terms' size there. The operator's
+    `term_magnitude` (conformance/ops/), 0 where it has none."""
+    magnitude = getattr(ops.module(op), "term_magnitude", None)
+    return 0.0 if magnitude is None else magnitude(inputs, attrs)

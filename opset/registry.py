@@ -6,6 +6,7 @@ import atexit
 import importlib
 import itertools
 import pkgutil
+import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,6 +18,13 @@ from .builder import Builder, Static
 from .schema import make_schema
 from .spec import TENSOR_TYPES, OpDef
 from .versions import DOMAIN, ONNX_OPSET, VERSION
+
+
+def module_name(op_name: str) -> str:
+    """The name of an operator's modules (its record here, its tile, its conformance cases): the operator's name
+    in snake case (KlDivBackward: kl_div_backward)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", op_name).lower()
+
 
 # the package's own machinery; every other module here holds one operator
 _MACHINERY = {"builder", "docs", "model", "registry", "schema", "shapes", "spec", "validation", "versions"}

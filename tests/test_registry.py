@@ -1,15 +1,16 @@
-"""Every operator has every layer: a test that fails when an operator lacks its kernel, its PyTorch oracle,
-its conformance cases (each case runs in all four dtypes), its aten names with their
-export translations, and its aclnn API or its place in the gradient table. Adding an operator means adding
-each of these (its record in opset/<operator>.py first); the walkthrough below does it with a dummy."""
+"""Every operator has every layer: a test that fails when an operator lacks its kernel, its conformance module
+(PyTorch oracle, cases in all four dtypes, the bench's eager baseline), its aten names with their export
+translations, and its aclnn API or its place in the gradient table. Adding an operator means adding its three
+modules, found by the operator's name (opset/<operator>.py, ort_ext/kernels/<operator>.py,
+conformance/ops/<operator>.py), and its translations; the walkthrough below does it with a dummy."""
 
 from __future__ import annotations
 
 import pytest
 
 from lossops import opset
+from lossops.conformance import ops
 from lossops.conformance.cases import node_specs
-from lossops.conformance.oracle import ORACLES
 from lossops.converters.aten import TRANSLATIONS
 from lossops.ort_ext.kernels.registry import KERNELS
 
@@ -21,10 +22,12 @@ def missing_layers(name: str, specs=None) -> list[str]:
     missing = []
     if name not in KERNELS:
         missing.append("kernel (ort_ext/kernels/<operator>.py, @kernel)")
-    if name not in ORACLES:
-        missing.append("PyTorch oracle (conformance/oracle.py, @oracle)")
-    if not any(s.op == name for s in specs):
-        missing.append("conformance cases (conformance/cases.py, @spec_source)")
+    module = ops.module(name)
+    for part, what in (("oracle", "PyTorch oracle"), ("specs", "conformance cases"), ("eager", "bench baseline")):
+        if not hasattr(module, part):
+            missing.append(f"{what} (conformance/ops/<operator>.py, {part})")
+    if hasattr(module, "specs") and not any(s.op == name for s in specs):
+        missing.append("conformance cases (conformance/ops/<operator>.py, specs returns none)")
     if not op.torch:
         missing.append("aten names (OpDef.torch)")
     missing += [f"export translation of {t} (converters/aten.py, @translates)" for t in op.torch
@@ -45,14 +48,15 @@ def test_every_operator_has_every_layer(name):
 
 def test_adding_an_operator_walkthrough(monkeypatch):
     """Adding an operator, walked through with a dummy one (a copy of KlDiv's record under a new name): the
-    record alone is caught with every layer it lacks, and each registration removes one, until none is
-    missing. The files a new operator touches: its record (opset/<operator>.py, listed in opset/registry.py),
-    its kernel module, the oracle, the cases and the translation, 6 in all (the onnx.reference op is made
-    from the record); the schema,
-    shape inference, decomposition, validation, docs, aclnn mapping and CLI choices come from the record."""
+    record alone is caught with every layer it lacks, and each addition removes one, until none is missing.
+    The files a new operator touches: its three modules (record, tile, conformance module) and the
+    translation; its schema, shape inference, decomposition, validation, docs, aclnn mapping, CLI choices and
+    onnx.reference op come from the record, and every registry finds the modules by the operator's name."""
     import dataclasses
+    import sys
+    import types
 
-    from lossops.conformance.cases import Spec
+    from lossops.conformance.specs import Spec
 
     kl = opset.OPS["KlDiv"]
     dummy = dataclasses.replace(kl, name="DummyLoss", torch=("lossops::dummy_loss",), aclnn=None, gradient=None)
@@ -60,14 +64,19 @@ def test_adding_an_operator_walkthrough(monkeypatch):
     specs = node_specs()
     assert missing_layers("DummyLoss", specs) == [
         "kernel (ort_ext/kernels/<operator>.py, @kernel)",
-        "PyTorch oracle (conformance/oracle.py, @oracle)",
-        "conformance cases (conformance/cases.py, @spec_source)",
+        "PyTorch oracle (conformance/ops/<operator>.py, oracle)",
+        "conformance cases (conformance/ops/<operator>.py, specs)",
+        "bench baseline (conformance/ops/<operator>.py, eager)",
         "export translation of lossops::dummy_loss (converters/aten.py, @translates)",
         "aclnn API or a place in the gradient table (OpDef)",
     ]
     monkeypatch.setitem(KERNELS, "DummyLoss", KERNELS["KlDiv"])
-    monkeypatch.setitem(ORACLES, "DummyLoss", ORACLES["KlDiv"])
-    specs = [*specs, Spec("dummy", "DummyLoss", next(s for s in specs if s.op == "KlDiv").inputs)]
+    cases = types.ModuleType("lossops.conformance.ops.dummy_loss")  # conformance/ops/dummy_loss.py
+    kl_cases = ops.module("KlDiv")
+    cases.oracle, cases.eager = kl_cases.oracle, kl_cases.eager
+    cases.specs = lambda: [Spec("dummy", "DummyLoss", next(s for s in specs if s.op == "KlDiv").inputs)]
+    monkeypatch.setitem(sys.modules, cases.__name__, cases)
+    specs = [*specs, *cases.specs()]
     monkeypatch.setitem(TRANSLATIONS, "lossops::dummy_loss", TRANSLATIONS["lossops::kl_div"])
     monkeypatch.setitem(opset.OPS, "DummyLoss", dataclasses.replace(dummy, gradient=kl.gradient))  # KlDivBackward
     assert missing_layers("DummyLoss", specs) == []

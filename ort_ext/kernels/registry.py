@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from ... import opset
+from ...opset.registry import module_name
 from ...opset.spec import OpDef
 from . import layout
 
@@ -77,11 +77,6 @@ def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
         return tile
 
     return register
-
-
-def module_name(op_name: str) -> str:
-    """An operator's tile module: its name in snake case (KlDivBackward: kl_div_backward)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", op_name).lower()
 
 
 for _op in opset.OPS:  # an operator with a tile module has a kernel; one without runs as its decomposition

@@ -1,2 +1,2 @@
 
-BoutputJå;
+BoutputJ;<

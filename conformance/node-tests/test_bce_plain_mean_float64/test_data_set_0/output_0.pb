@@ -1,1 +1,1 @@
-BoutputJzµõ	—ï?
+BoutputJèÈÆÍCëğ?

@@ -1,2 +1,2 @@
 
-BoutputJïL
+BoutputJJM

@@ -1,1 +1,1 @@
-BoutputJ2óA
+BoutputJ¦0©A

@@ -1,1 +1,1 @@
-BoutputJ¬$‘9f¾3@
+BoutputJ"{8Á&5@

@@ -1,2 +1,2 @@
 
-BoutputJ9
+BoutputJ77

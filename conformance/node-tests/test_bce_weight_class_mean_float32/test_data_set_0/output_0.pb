@@ -1,1 +1,1 @@
-BoutputJê ?
+BoutputJß×æ>

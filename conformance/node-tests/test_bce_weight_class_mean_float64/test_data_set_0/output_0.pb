@@ -1,1 +1,1 @@
-BoutputJÀ.¼a@ä?
+BoutputJ2¿FÛûÚÜ?

@@ -1,1 +1,1 @@
-BweightJµÑi<ââ ?™K?4T?EÑ9?
+BweightJ”jV?ªF?üÔ­>g">rþé>

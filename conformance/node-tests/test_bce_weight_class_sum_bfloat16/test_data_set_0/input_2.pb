@@ -1,2 +1,2 @@
 BweightJ
-Ì>P>P=Z>j?
+o>D?}?O?X?

@@ -1,1 +1,1 @@
-BoutputJô@
+BoutputJaA

@@ -1,2 +1,2 @@
 
-BoutputJ G
+BoutputJK

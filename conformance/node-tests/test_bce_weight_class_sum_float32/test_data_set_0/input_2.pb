@@ -1,1 +1,1 @@
-BweightJÆêË>ÈO>¯O=›Z>à[j?
+BweightJE¯n>èiD?-´|?)ÙN?™ÌW?

@@ -1,1 +1,1 @@
-BoutputJ]7ô@
+BoutputJm³`A

@@ -1,1 +1,1 @@
-BoutputJLß½Íë†@
+BoutputJ$8“m,@

@@ -1,2 +1,2 @@
 
-Bgrad_outputJÔ=
+Bgrad_outputJ¿

@@ -1,1 +1,1 @@
-Bgrad_outputJ„º?
+Bgrad_outputJœGà¿

@@ -1,1 +1,1 @@
-Bgrad_outputJ8Úƒ“P÷?
+Bgrad_outputJøE*…óü¿

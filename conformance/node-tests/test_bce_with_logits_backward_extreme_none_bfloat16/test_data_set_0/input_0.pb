@@ -1,1 +1,1 @@
-Bgrad_outputJÅ¿ ?¹?‡½Œ¾$¾
+Bgrad_outputJñ¿¢¾A¾J½,??

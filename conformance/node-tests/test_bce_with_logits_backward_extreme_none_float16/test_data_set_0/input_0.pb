@@ -1,2 +1,2 @@
 
-Bgrad_outputJ&¾ÿ<Ä=6¬b´±
+Bgrad_outputJ‰¿µ²Lª_9ê<

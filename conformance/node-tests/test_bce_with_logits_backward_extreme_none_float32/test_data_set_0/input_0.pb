@@ -1,1 +1,1 @@
-Bgrad_outputJ·Ä¿äŸ?Ü‰¸?¹Ä†½Á>Œ¾*´#¾
+Bgrad_outputJWñ¿eİ¡¾ã‘@¾Ğ†I½iŞ+?pJ?

@@ -1,1 +1,1 @@
-Bgrad_outputJÀ¼
+Bgrad_outputJ}?

@@ -1,1 +1,1 @@
-Bgrad_outputJvÀ¼
+Bgrad_outputJéj}?

@@ -1,1 +1,1 @@
-Bgrad_outputJ•£y¿
+Bgrad_outputJpl>

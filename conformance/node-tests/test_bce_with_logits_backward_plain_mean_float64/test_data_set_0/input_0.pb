@@ -1,1 +1,1 @@
-Bgrad_outputJ6€Þ¤r4ï¿
+Bgrad_outputJ–Ã›£ŽÍ?

@@ -1,1 +1,1 @@
-Bgrad_outputJÀ¾
+Bgrad_outputJ<¿

@@ -1,1 +1,1 @@
-Bgrad_outputJú"À¾
+Bgrad_outputJJò;¿

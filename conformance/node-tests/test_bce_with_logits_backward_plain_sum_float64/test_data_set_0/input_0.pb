@@ -1,1 +1,1 @@
-Bgrad_outputJ%дл4_Шї
+Bgrad_outputJР†п5I~зї

@@ -1,1 +1,1 @@
-Bgrad_outputJz¿
+Bgrad_outputJl>

@@ -1,1 +1,1 @@
-BweightJ=Ü>?s?
+BweightJ2?Œ=X>A>

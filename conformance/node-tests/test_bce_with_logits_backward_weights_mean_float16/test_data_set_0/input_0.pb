@@ -1,2 +1,2 @@
 
-Bgrad_outputJͻ
+Bgrad_outputJd3

@@ -1,2 +1,3 @@
 
-BweightJf,·6(8ú;
+BweightJè9],Ω2
+2

@@ -1,2 +1,2 @@
 B
-pos_weightJÜQ?]÷ @C<@×»@S½@
+pos_weightJ©‡1?Pü@¹>£?¯@K4?

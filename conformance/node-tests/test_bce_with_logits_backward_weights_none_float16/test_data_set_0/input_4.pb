@@ -1,4 +1,4 @@
 
 B
 pos_weightJ
-v=¾A¼?g=·<
+@^>é<˜AA

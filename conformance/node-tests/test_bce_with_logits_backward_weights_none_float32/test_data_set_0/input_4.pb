@@ -1,2 +1,2 @@
 B
-pos_weightJZ½®?)³7@kw÷?`Ò¬?Lã–?
+pos_weightJä¢@±Ë?'?yü2@{#@

@@ -1,1 +1,1 @@
-BweightJW?æ=?õ>
+BweightJH??ê>F>

@@ -1,2 +1,2 @@
 
-Bgrad_outputJถ
+Bgrad_outputJเน

@@ -1,2 +1,2 @@
 
-BweightJ¹:2/Õ8«7
+BweightJB:Ú8S7-2

@@ -1,2 +1,2 @@
 B
-pos_weightJ–Lþ?ç{	@Œ!¢?îÐ9@žÕ?
+pos_weightJ.Ç6@t]?NÔæ?š·M?=_E?

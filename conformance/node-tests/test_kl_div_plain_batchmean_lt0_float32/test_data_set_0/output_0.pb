@@ -1,1 +1,1 @@
-BoutputJÎùZ?
+BoutputJ7¢?

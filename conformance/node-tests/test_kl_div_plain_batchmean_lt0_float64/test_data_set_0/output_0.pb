@@ -1,1 +1,1 @@
-BoutputJ{”ΈΏ9_λ?
+BoutputJγ‘ΤFτο?

@@ -1,2 +1,2 @@
 
-BoutputJØ:
+BoutputJý;

@@ -1,1 +1,1 @@
-BoutputJÍùZ?
+BoutputJ6¢?

@@ -1,1 +1,1 @@
-BoutputJz”ΈΏ9_λ?
+BoutputJγ‘ΤFτο?

@@ -1,2 +1,2 @@
 
-BoutputJz1
+BoutputJe2

@@ -1,1 +1,1 @@
-BoutputJü©“ÌÇåÅ?
+BoutputJ¶ª8É?

@@ -1,1 +1,1 @@
-BoutputJû©“ÌÇåÅ?
+BoutputJ¶ª8É?

@@ -1,1 +1,1 @@
-BoutputJ{”¸¿9_@
+BoutputJãž‘ÔFô@

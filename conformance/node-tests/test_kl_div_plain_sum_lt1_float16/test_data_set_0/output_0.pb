@@ -1,2 +1,2 @@
 
-BoutputJØB
+BoutputJıC

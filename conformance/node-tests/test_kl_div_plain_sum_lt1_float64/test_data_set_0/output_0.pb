@@ -1,1 +1,1 @@
-BoutputJz”¸¿9_@
+BoutputJãž‘ÔFô@

@@ -1,2 +1,2 @@
 
-BoutputJ19
+BoutputJ_9

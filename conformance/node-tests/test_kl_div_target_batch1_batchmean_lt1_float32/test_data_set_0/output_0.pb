@@ -1,1 +1,1 @@
-BoutputJn/&?
+BoutputJ•¸+?

@@ -1,1 +1,1 @@
-BoutputJ≈"Гон≈д?
+BoutputJljЬ©wе?

@@ -1,1 +1,1 @@
-BoutputJ¿ò>
+BoutputJx`	>

@@ -1,1 +1,1 @@
-BoutputJ8ÇÚWû¿?
+BoutputJäªÓ,¡?

@@ -1,1 +1,1 @@
-BoutputJ7ÇÚWû¿?
+BoutputJäªÓ,¡?

@@ -1,1 +1,1 @@
-BoutputJo/&@
+BoutputJ–¸+@

@@ -1,1 +1,1 @@
-BoutputJÆ"ƒîíÅ@
+BoutputJljœ©w@

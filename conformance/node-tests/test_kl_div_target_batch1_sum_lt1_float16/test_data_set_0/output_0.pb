@@ -1,2 +1,2 @@
 
-BoutputJ1A
+BoutputJ^A

@@ -1,1 +1,1 @@
-BoutputJÅ"ƒîíÅ@
+BoutputJljœ©w@

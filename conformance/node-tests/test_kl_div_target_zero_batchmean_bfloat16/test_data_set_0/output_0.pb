@@ -1,1 +1,1 @@
-BoutputJG@
+BoutputJä?

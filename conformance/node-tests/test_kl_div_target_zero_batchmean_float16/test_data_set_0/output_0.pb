@@ -1,2 +1,2 @@
 
-BoutputJ5B
+BoutputJ!?

@@ -1,1 +1,1 @@
-BoutputJÐ¾F@
+BoutputJ>ä?

@@ -1,1 +1,1 @@
-BoutputJ5„?
+BoutputJ?

@@ -1,1 +1,1 @@
-BoutputJTF³æğ?
+BoutputJí¡«Ûoã?

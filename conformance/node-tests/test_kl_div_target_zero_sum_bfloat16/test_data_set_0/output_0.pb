@@ -1,1 +1,1 @@
-BoutputJÇ@
+BoutputJd@

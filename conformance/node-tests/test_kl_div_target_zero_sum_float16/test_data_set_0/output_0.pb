@@ -1,2 +1,2 @@
 
-BoutputJ5F
+BoutputJ!C

@@ -1,1 +1,1 @@
-BoutputJÐ¾Æ@
+BoutputJ>d@

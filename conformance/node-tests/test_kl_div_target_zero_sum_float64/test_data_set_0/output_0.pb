@@ -1,1 +1,1 @@
-BoutputJ~i§Ú×@
+BoutputJärÉ§ƒ@

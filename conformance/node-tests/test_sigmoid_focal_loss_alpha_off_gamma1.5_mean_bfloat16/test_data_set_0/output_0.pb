@@ -1,1 +1,1 @@
-BoutputJW?
+BoutputJ9?

@@ -1,2 +1,2 @@
 
-BoutputJº:
+BoutputJÇ9

@@ -1,1 +1,1 @@
-BoutputJ•4W?
+BoutputJ³Ú8?

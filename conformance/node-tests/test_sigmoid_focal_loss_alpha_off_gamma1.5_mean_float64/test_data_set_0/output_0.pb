@@ -1,1 +1,1 @@
-BoutputJ›âŸ’æê?
+BoutputJ %‚iVç?

@@ -1,2 +1,2 @@
 
-BoutputJM
+BoutputJUL

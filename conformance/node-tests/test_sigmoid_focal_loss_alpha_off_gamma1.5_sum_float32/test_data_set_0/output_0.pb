@@ -1,1 +1,1 @@
-BoutputJpg¡A
+BoutputJ¤ŠA

@@ -1,1 +1,1 @@
-BoutputJôiP÷í,4@
+BoutputJ8œ!Ï€T1@

@@ -1,2 +1,2 @@
 
-BoutputJ€4
+BoutputJæ6

@@ -1,1 +1,1 @@
-BoutputJWò>
+BoutputJ7¹Ü>

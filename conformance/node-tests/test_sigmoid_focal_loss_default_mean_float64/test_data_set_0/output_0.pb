@@ -1,1 +1,1 @@
-BoutputJ¯°ÇÙJşÑ?
+BoutputJæäØ&—Û?

@@ -1,1 +1,1 @@
-BoutputJØ@
+BoutputJ&A

@@ -1,2 +1,2 @@
 
-BoutputJÀF
+BoutputJ-I

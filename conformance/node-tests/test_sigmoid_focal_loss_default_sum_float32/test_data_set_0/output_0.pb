@@ -1,1 +1,1 @@
-BoutputJ‚ë×@
+BoutputJéŠ%A

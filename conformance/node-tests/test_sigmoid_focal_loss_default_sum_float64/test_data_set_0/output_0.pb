@@ -1,1 +1,1 @@
-BoutputJ‰«Fpý@
+BoutputJŠ¬«"]±$@

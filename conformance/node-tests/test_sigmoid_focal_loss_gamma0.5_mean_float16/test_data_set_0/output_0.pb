@@ -1,2 +1,2 @@
 
-BoutputJn8
+BoutputJo7

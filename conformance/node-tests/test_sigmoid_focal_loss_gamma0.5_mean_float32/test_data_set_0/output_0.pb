@@ -1,1 +1,1 @@
-BoutputJ#¾?
+BoutputJEגם>

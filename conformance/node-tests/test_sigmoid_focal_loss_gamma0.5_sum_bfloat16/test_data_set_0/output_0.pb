@@ -1,1 +1,1 @@
-BoutputJUA
+BoutputJ2A

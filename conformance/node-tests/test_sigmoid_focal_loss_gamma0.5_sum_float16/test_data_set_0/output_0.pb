@@ -1,2 +1,2 @@
 
-BoutputJ¥J
+BoutputJ“I

@@ -1,1 +1,1 @@
-BoutputJ4TA
+BoutputJ´i2A

@@ -1,1 +1,1 @@
-BoutputJpk¦“*@
+BoutputJ¼<}6M&@

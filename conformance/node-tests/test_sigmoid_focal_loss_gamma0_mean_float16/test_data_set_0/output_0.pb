@@ -1,2 +1,2 @@
 
-BoutputJ<:
+BoutputJ,7

@@ -1,1 +1,1 @@
-BoutputJízG?
+BoutputJ©zå>

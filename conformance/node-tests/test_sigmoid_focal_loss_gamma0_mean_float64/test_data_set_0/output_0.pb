@@ -1,1 +1,1 @@
-BoutputJ[iέ’]οθ?
+BoutputJ &Δ)U―ά?

@@ -1,1 +1,1 @@
-BoutputJ–A
+BoutputJ,A

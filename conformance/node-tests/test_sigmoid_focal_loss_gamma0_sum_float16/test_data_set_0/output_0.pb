@@ -1,2 +1,2 @@
 
-BoutputJ­L
+BoutputJaI

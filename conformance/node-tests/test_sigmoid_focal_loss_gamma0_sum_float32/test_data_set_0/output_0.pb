@@ -1,1 +1,1 @@
-BoutputJ2œ•A
+BoutputJÿ,A

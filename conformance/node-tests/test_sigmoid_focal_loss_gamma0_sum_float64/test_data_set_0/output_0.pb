@@ -1,1 +1,1 @@
-BoutputJ&:†³2@
+BoutputJ˜Sßƒ%@

@@ -1,1 +1,1 @@
-BoutputJe>
+BoutputJÂ>

@@ -1,2 +1,2 @@
 
-BoutputJ+3
+BoutputJ6

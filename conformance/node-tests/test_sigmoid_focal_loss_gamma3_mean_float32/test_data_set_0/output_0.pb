@@ -1,1 +1,1 @@
-BoutputJ	Pe>
+BoutputJŸèÁ>

@@ -1,1 +1,1 @@
-BoutputJx+‰'ªÌ?
+BoutputJ Ä¹à=Ø?

@@ -1,2 +1,2 @@
 
-BoutputJ`E
+BoutputJŒH

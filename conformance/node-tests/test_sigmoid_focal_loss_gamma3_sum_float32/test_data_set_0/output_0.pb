@@ -1,1 +1,1 @@
-BoutputJü«@
+BoutputJwnA

@@ -1,1 +1,1 @@
-BoutputJšà¦İ€@
+BoutputJxS‹èÎ-"@

@@ -1,2 +1,2 @@
 
-Bgrad_outputJÁ<
+Bgrad_outputJ¾½

@@ -1,1 +1,1 @@
-Bgrad_outputJ˜?
+Bgrad_outputJ¸¿

@@ -1,1 +1,1 @@
-Bgrad_outputJèå÷oó?
+Bgrad_outputJ.Åmöö¿

@@ -1,2 +1,2 @@
 
-Bgrad_outputJå:
+Bgrad_outputJi¿

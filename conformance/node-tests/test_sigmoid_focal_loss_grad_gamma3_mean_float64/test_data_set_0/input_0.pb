@@ -1,1 +1,1 @@
-Bgrad_outputJÆ­<F<“ë?
+Bgrad_outputJÌÁßýñ¥ý¿

@@ -1,2 +1,2 @@
 
-BweightJ–6b;f,á6(8œ;
+BweightJÚ5Ç4í:‰8d5ß8

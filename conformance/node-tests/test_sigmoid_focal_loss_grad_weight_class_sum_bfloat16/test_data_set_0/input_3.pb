@@ -1,1 +1,1 @@
-BweightJ9?Ã>U?k?Æ>>
+BweightJË=f<$?Q?+?O?

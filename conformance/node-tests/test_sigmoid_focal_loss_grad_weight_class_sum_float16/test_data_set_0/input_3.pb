@@ -1,2 +1,2 @@
 
-BweightJÆ96¥:[;36i0
+BweightJU.0##9‹:Z9v:

@@ -1,1 +1,1 @@
-Bgrad_outputJâ™\?
+Bgrad_outputJ/í¿

@@ -1,1 +1,1 @@
-BweightJB?C>ˆ>	?
+BweightJ+?e?È>>

@@ -1,2 +1,2 @@
 
-BweightJ:2C4J8
+BweightJT9(;@6#0

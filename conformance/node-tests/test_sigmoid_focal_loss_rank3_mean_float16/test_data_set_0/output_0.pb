@@ -1,2 +1,2 @@
 
-BoutputJò+
+BoutputJ=+

@@ -1,1 +1,2 @@
-BweightJäèA?kC>?Pˆ>*?	?
+BweightJWŽ*?Æöd?
+È>Òa>

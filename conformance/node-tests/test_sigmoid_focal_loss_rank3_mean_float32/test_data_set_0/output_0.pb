@@ -1,1 +1,1 @@
-BoutputJßK~=
+BoutputJÈ°g=

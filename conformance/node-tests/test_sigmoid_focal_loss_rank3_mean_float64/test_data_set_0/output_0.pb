@@ -1,1 +1,1 @@
-BoutputJŸ,¿õ{É¯?
+BoutputJÌG1üö¬?

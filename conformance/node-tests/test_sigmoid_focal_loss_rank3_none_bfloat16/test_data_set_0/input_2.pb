@@ -1,1 +1,1 @@
-BweightJP?(??D>
+BweightJ??ó>¸>

@@ -1,2 +1,2 @@
 
-BweightJ~:D9ã82
+BweightJÃ8î8š7Ã5

@@ -1,1 +1,1 @@
-BweightJ1ÄO?ft(?*Z?¾×C>
+BweightJ°h?´?\Gó>¥Y¸>

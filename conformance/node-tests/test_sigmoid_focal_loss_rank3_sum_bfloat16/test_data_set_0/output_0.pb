@@ -1,1 +1,1 @@
-BoutputJµ?
+BoutputJk?

@@ -1,2 +1,2 @@
 
-BweightJ½1]0?/Ö;
+BweightJ€7D(à;Í7

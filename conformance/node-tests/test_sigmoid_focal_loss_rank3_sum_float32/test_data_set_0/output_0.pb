@@ -1,1 +1,1 @@
-BoutputJ0"µ?
+BoutputJÀ_k?

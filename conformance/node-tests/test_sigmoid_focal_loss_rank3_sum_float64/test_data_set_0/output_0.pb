@@ -1,1 +1,1 @@
-BoutputJξ`ωσE€φ?
+BoutputJ0t(ψkν?

@@ -1,2 +1,2 @@
 
-BoutputJó0
+BoutputJ,5

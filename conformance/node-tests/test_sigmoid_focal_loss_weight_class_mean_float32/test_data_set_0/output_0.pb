@@ -1,1 +1,1 @@
-BoutputJ4V>
+BoutputJëj¥>

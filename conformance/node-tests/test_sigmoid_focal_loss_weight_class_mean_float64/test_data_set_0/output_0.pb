@@ -1,1 +1,1 @@
-BoutputJ³ÒtÆÊÃ?
+BoutputJ›¯­]]­Ô?

@@ -1,2 +1,2 @@
 
-BweightJ–6b;f,á6(8œ;
+BweightJD8(49k5;ş6

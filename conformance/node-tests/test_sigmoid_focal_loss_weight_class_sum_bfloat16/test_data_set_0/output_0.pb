@@ -1,1 +1,1 @@
-BoutputJ_@
+BoutputJÕ@

@@ -1,2 +1,2 @@
 
-BoutputJùB
+BoutputJ¨F

@@ -1,1 +1,1 @@
-BoutputJж(_@
+BoutputJhъд@

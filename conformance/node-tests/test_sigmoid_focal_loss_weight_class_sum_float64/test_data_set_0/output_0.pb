@@ -1,1 +1,1 @@
-BoutputJè;Éå@
+BoutputJXÿìL@

@@ -1,2 +1,2 @@
 
-BoutputJ,0
+BoutputJ«3

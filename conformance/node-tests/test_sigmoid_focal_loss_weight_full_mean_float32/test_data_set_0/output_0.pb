@@ -1,1 +1,1 @@
-BoutputJO†>
+BoutputJé;u>

@@ -1,1 +1,1 @@
-BoutputJ╤бри╟ю?
+BoutputJ╦⌡Ж}╖н?

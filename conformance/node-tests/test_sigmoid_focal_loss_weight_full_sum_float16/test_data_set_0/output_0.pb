@@ -1,2 +1,2 @@
 
-BoutputJ`D
+BoutputJÒE

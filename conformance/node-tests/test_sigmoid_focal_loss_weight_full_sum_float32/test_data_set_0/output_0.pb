@@ -1,1 +1,1 @@
-BoutputJ=Œ@
+BoutputJH'º@

@@ -1,1 +1,1 @@
-BoutputJ	æŸç@
+BoutputJÂ±ÉğèD@

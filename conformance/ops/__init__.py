@@ -1,0 +1,51 @@
+"""One module per operator, `<operator in snake case>.py`, found by the operator's name (as its record in
+opset/ and its tile in ort_ext/kernels/), holding what conformance and the bench need of it:
+
+- `oracle(*inputs, **attributes)`: PyTorch in float64, the independent reference every backend is held to;
+- `specs()`: its node specs (conformance/specs.py), each run in all four dtypes;
+- `eager(t, reduction)`: the same computation in PyTorch eager on the tensors `t` (by input name), the bench's
+  baseline, at the default attributes;
+- where its formula cancels, `oracle_error(inputs, attributes)` (the oracle's own rounding) and
+  `term_magnitude(inputs, attributes)` (the size of the terms that cancel), read by conformance/tolerance.py.
+
+torch is imported inside the functions: the specs and the stored goldens serve without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from ...opset import OPS
+from ...opset.registry import module_name
+
+
+def module(op_name: str) -> ModuleType | None:
+    """The conformance module of `op_name`, None where it has none."""
+    try:
+        return importlib.import_module(f"{__name__}.{module_name(op_name)}")
+    except ModuleNotFoundError as e:
+        if e.name != f"{__name__}.{module_name(op_name)}":
+            raise
+        return None
+
+
+def modules() -> dict[str, ModuleType]:
+    """Every operator's conformance module, in the operator set's order."""
+    return {op: m for op in OPS if (m := module(op)) is not None}
+
+
+def torch_and_functional():
+    """(torch, torch.nn.functional), imported when an oracle or a baseline first runs."""
+    import torch
+    import torch.nn.functional as F
+
+    return torch, F
+
+
+def tensor(a):
+    """A float64 tensor of `a` (None stays None)."""
+    import numpy as np
+    import torch
+
+    return None if a is None else torch.from_numpy(np.asarray(a, dtype=np.float64))
