@@ -69,74 +69,30 @@ _CORES = {"dynamo": _dynamo_core, "dynamo-folded": _dynamo_folded_core, "torchsc
 
 
 class _BceWithLogits(pattern.RewriteRuleClassBase):
-    """One exporter's BCE-with-logits subgraph for one reduction, fused into the lossops node. The pattern's
-    inputs are its method's parameters, so each combination of optional weights is a subclass whose methods
-    name exactly the inputs it matches."""
+    """One exporter's BCE-with-logits subgraph for one reduction, with or without each optional weight, fused
+    into the lossops node (the pattern's inputs w and pw are left unbound where the flag is off)."""
 
-    def __init__(self, exporter: str, reduction: str):
-        weights = "".join(f"-{p}" for p in ("weight", "pos_weight") if p in self.inputs)
+    def __init__(self, exporter: str, reduction: str, weight: bool, pos_weight: bool):
+        weights = "".join(f"-{name}" for name, on in (("weight", weight), ("pos_weight", pos_weight)) if on)
         super().__init__(f"{exporter}-bce-with-logits{weights}-{reduction}")
-        self.exporter, self.reduction = exporter, reduction
+        self.exporter, self.reduction, self.weight, self.pos_weight = exporter, reduction, weight, pos_weight
         self.core, self.reduce = _CORES[exporter], _REDUCTIONS[exporter][reduction]
         # A [1]-shaped constant makes a rank-0 input's TorchScript result rank 1: fuse those at rank >= 1 only.
         self.min_rank = 1 if exporter == "torchscript" else 0
 
-    inputs: tuple[str, ...] = ()
-
-    def target(self, op, x, y, w=None, pw=None):
-        loss = self.core(op, x, y, pw)
-        if w is not None:
+    def pattern(self, op, x, y, w, pw):
+        loss = self.core(op, x, y, pw if self.pos_weight else None)
+        if self.weight:
             loss = op.Mul(loss, w)
         return self.reduce(op, loss)
 
-    def fused(self, op, x, y, w=None, pw=None):
+    def rewrite(self, op, x, y, w=None, pw=None, **_):
         if self.exporter == "dynamo-folded":  # the matched constant is pos_weight - 1
             pw = op.Add(pw, op.CastLike(op.Constant(value_float=1.0), pw))
         return op.BinaryCrossEntropyWithLogits(x, y, w, pw, reduction=self.reduction, _domain=opset.DOMAIN)
 
     def check(self, context, x, y, w=None, pw=None, **_) -> bool:
         return _shapes_fit(x, y, w, pw, self.min_rank)
-
-
-class _Plain(_BceWithLogits):
-    def pattern(self, op, x, y):
-        return self.target(op, x, y)
-
-    def rewrite(self, op, x, y, **_):
-        return self.fused(op, x, y)
-
-
-class _Weighted(_BceWithLogits):
-    inputs = ("weight",)
-
-    def pattern(self, op, x, y, w):
-        return self.target(op, x, y, w=w)
-
-    def rewrite(self, op, x, y, w, **_):
-        return self.fused(op, x, y, w=w)
-
-
-class _PosWeighted(_BceWithLogits):
-    inputs = ("pos_weight",)
-
-    def pattern(self, op, x, y, pw):
-        return self.target(op, x, y, pw=pw)
-
-    def rewrite(self, op, x, y, pw, **_):
-        return self.fused(op, x, y, pw=pw)
-
-
-class _BothWeighted(_BceWithLogits):
-    inputs = ("weight", "pos_weight")
-
-    def pattern(self, op, x, y, w, pw):
-        return self.target(op, x, y, w=w, pw=pw)
-
-    def rewrite(self, op, x, y, w, pw, **_):
-        return self.fused(op, x, y, w=w, pw=pw)
-
-
-_VARIANTS = {(False, False): _Plain, (True, False): _Weighted, (False, True): _PosWeighted, (True, True): _BothWeighted}
 
 
 def _shapes_fit(x: ir.Value, y: ir.Value, w: ir.Value | None, pw: ir.Value | None, min_rank: int) -> bool:
@@ -197,11 +153,6 @@ class _FocalLoss(pattern.RewriteRuleClassBase):
         return {"alpha": a, "gamma": g}
 
 
-class _UnbalancedFocalLoss(_FocalLoss):
-    def pattern(self, op, x, y, gamma):
-        return super().pattern(op, x, y, gamma, None, None)
-
-
 def _scalar(value: ir.Value | None) -> float | None:
     """A constant one-element value as a float, else None."""
     const = None if value is None else value.const_value
@@ -211,13 +162,13 @@ def _scalar(value: ir.Value | None) -> float | None:
     return float(array.reshape(())) if array.size == 1 and array.dtype.kind in "fiu" else None
 
 
-FOCAL_PASSES = [pattern.RewriteRuleSet([_FocalLoss.rule(r, True), _UnbalancedFocalLoss.rule(r, False)], commute=True)
+FOCAL_PASSES = [pattern.RewriteRuleSet([_FocalLoss.rule(r, True), _FocalLoss.rule(r, False)], commute=True)
                 for r in ("mean", "sum", "none")]
 
 # The rewriter tries every rule at each node, in graph order, as the pattern's last node; the loss core comes
 # before its weight Mul and its reduction, so the largest patterns must run first, in passes of their own.
 PASSES = [
-    pattern.RewriteRuleSet([_VARIANTS[w, p].rule(e, r) for e, p in itertools.product(_CORES, (True, False))
+    pattern.RewriteRuleSet([_BceWithLogits.rule(e, r, w, p) for e, p in itertools.product(_CORES, (True, False))
                             if p or e != "dynamo-folded"], commute=True)
     for r, w in (("mean", True), ("sum", True), ("mean", False), ("sum", False), ("none", True), ("none", False))
 ]
