@@ -8,10 +8,26 @@ rules that static inference cannot decide; the messages say the same things.
 
 from __future__ import annotations
 
+import string
+
 from .spec import BROADCAST, EXACT, FITS, OpDef
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
+
+# What a broken rule says, after "<operator>: ", here and in the kernels' engine (which writes the same
+# templates in compiled code, its fields in this order): static and run-time errors read the same.
+NOT_EXACT = "input '{input}' has shape {shape}; expected exactly input's shape {full}"
+NOT_FITS = "input '{input}' has shape {shape}; expected a shape broadcastable to {full}"
+NOT_BROADCAST = "inputs '{input}' {shape} and '{other}' {other_shape} do not broadcast"
+
+
+def pieces(template: str) -> tuple[list[str], list[str]]:
+    """(the literal texts, the field names) of a message template: text 0, field 0, text 1, ..., text n."""
+    parsed = list(string.Formatter().parse(template))
+    texts = [literal for literal, _, _, _ in parsed]
+    fields = [field for _, field, _, _ in parsed if field is not None]
+    return texts + [""] * (len(fields) + 1 - len(texts)), fields
 
 
 def show(shape: Shape) -> str:
@@ -20,41 +36,43 @@ def show(shape: Shape) -> str:
     return "(" + ", ".join("?" if d is None else str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def broadcast(a: Shape, b: Shape, what: str) -> Shape:
-    """Multidirectional (numpy) broadcast of a and b."""
+def broadcast(a: Shape, b: Shape, names: tuple[str, str]) -> Shape:
+    """Multidirectional (numpy) broadcast of a and b, the shapes of the inputs named `names`."""
     if a is None or b is None:
         return None
     rank = max(len(a), len(b))
-    a = (1,) * (rank - len(a)) + a
-    b = (1,) * (rank - len(b)) + b
+    padded_a = (1,) * (rank - len(a)) + a
+    padded_b = (1,) * (rank - len(b)) + b
     out: list[Dim] = []
-    for x, y in zip(a, b, strict=True):
+    for x, y in zip(padded_a, padded_b, strict=True):
         if x == 1:
             out.append(y)
         elif y == 1 or x == y:
             out.append(x)
         elif isinstance(x, int) and isinstance(y, int):
-            raise ValueError(f"{what}: shapes {show(a)} and {show(b)} do not broadcast")
+            raise ValueError(NOT_BROADCAST.format(input=names[0], shape=show(a), other=names[1],
+                                                  other_shape=show(b)))
         else:
             out.append(x if isinstance(x, int) else y if isinstance(y, int) else None)
     return tuple(out)
 
 
-def check_fits(small: Shape, big: Shape, what: str) -> None:
-    """`small` must broadcast to exactly `big` (it may not enlarge it)."""
+def check_fits(small: Shape, big: Shape, name: str) -> None:
+    """`small`, input `name`'s shape, must broadcast to exactly `big` (it may not enlarge it)."""
     if small is None or big is None:
         return
     pairs = zip(reversed(small), reversed(big), strict=False)
     if len(small) > len(big) or any(isinstance(s, int) and isinstance(b, int) and s not in (1, b) for s, b in pairs):
-        raise ValueError(f"{what} has shape {show(small)}; expected a shape broadcastable to {show(big)}")
+        raise ValueError(NOT_FITS.format(input=name, shape=show(small), full=show(big)))
 
 
-def check_equal(a: Shape, b: Shape, what: str) -> None:
+def check_equal(a: Shape, b: Shape, name: str) -> None:
+    """`a`, input `name`'s shape, must be exactly `b`, input's."""
     if a is None or b is None:
         return
     same_rank = len(a) == len(b)
     if not same_rank or any(isinstance(x, int) and isinstance(y, int) and x != y for x, y in zip(a, b, strict=False)):
-        raise ValueError(f"{what} has shape {show(a)}; expected exactly input's shape {show(b)}")
+        raise ValueError(NOT_EXACT.format(input=name, shape=show(a), full=show(b)))
 
 
 def full_shape(op: OpDef, shapes: dict[str, Shape]) -> Shape:
@@ -62,7 +80,7 @@ def full_shape(op: OpDef, shapes: dict[str, Shape]) -> Shape:
     full = shapes["input"]
     for i in op.inputs:
         if i.shape == BROADCAST and i.name in shapes:
-            full = broadcast(full, shapes[i.name], f"inputs 'input' and '{i.name}'")
+            full = broadcast(full, shapes[i.name], ("input", i.name))
     return full
 
 
@@ -73,9 +91,9 @@ def infer(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
         if i.name not in shapes:
             continue
         if i.shape == EXACT:
-            check_equal(shapes[i.name], shapes["input"], f"input '{i.name}'")
+            check_equal(shapes[i.name], shapes["input"], i.name)
         elif i.shape == FITS:
-            check_fits(shapes[i.name], full, f"input '{i.name}'")
+            check_fits(shapes[i.name], full, i.name)
     if op.reduces and attrs["reduction"] != "none":
         return ()
     return shapes["input"] if op.output_shape == "input" else full

@@ -17,8 +17,9 @@ from onnx import TensorProto, helper
 
 from lossops import opset
 from lossops.conformance.cases import node_model
-from lossops.ort_ext import InferenceSession, add_kernels, prepare
+from lossops.ort_ext import InferenceSession, add_kernels, kernels, prepare
 from lossops.ort_ext.host import KERNEL_DOMAIN, kernel_op_type
+from lossops.ort_ext.kernels import InvalidInput
 
 MODES = ["kernels", "decomposition"]
 f32 = np.float32
@@ -112,7 +113,7 @@ STATIC_SHAPE_ERRORS = [
     ("BinaryCrossEntropyBackward", ["g", "x", "t"], {"g": [5], "x": [3], "t": [3]},
      "input 'grad_output' has shape \\(5,\\)"),
     ("KlDivBackward", ["g", "x", "t"], {"g": [], "x": [4, 3], "t": [2, 3]},
-     "inputs 'input' and 'target': shapes \\(4, 3\\) and \\(2, 3\\) do not broadcast"),
+     "inputs 'input' \\(4, 3\\) and 'target' \\(2, 3\\) do not broadcast"),
     ("KlDivBackward", ["g", "x", "t"], {"g": [2, 4, 3], "x": [4, 3], "t": [1, 3]},
      "input 'grad_output' has shape \\(2, 4, 3\\); expected a shape broadcastable to \\(4, 3\\)"),
 ]
@@ -124,6 +125,21 @@ def test_bad_static_shapes(op, inputs, shapes, expected, mode):
     model = raw_model(op, inputs, {}, shapes)
     with pytest.raises(ValueError, match=f"{op}: {expected}"):
         InferenceSession(model.SerializeToString(), mode=mode)
+
+
+def test_static_and_runtime_shape_errors_read_the_same():
+    """Each broken rule says the same sentence from shape inference (static shapes) and from the kernels
+    (symbolic shapes, found at run time): both fill opset/shapes.py's templates."""
+    cases = [("BinaryCrossEntropyWithLogits", {"input": (4, 3), "target": (1, 3)}),
+             ("BinaryCrossEntropyWithLogits", {"input": (3,), "target": (3,), "weight": (2,)}),
+             ("KlDivBackward", {"grad_output": (), "input": (4, 3), "target": (2, 3)})]
+    for op, shapes in cases:
+        with pytest.raises(ValueError) as static:
+            opset.shapes.infer(opset.get(op), shapes, opset.get(op).defaults())
+        inputs = [None if i.name not in shapes else np.ones(shapes[i.name], f32) for i in opset.get(op).inputs]
+        with pytest.raises(InvalidInput) as run_time:
+            kernels.run(op, inputs)
+        assert str(run_time.value) == f"{op}: {static.value}"
 
 
 RUNTIME_SHAPE_ERRORS = [

@@ -34,6 +34,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ...opset import shapes
 from .halves import store_rounded
 from .layout import (  # noqa: F401 (the record's names, re-exported for the front ends' and tests' use)
     _BATCHMEAN,
@@ -140,13 +141,19 @@ def _b(text: str) -> np.ndarray:
 
 
 _COLON_INPUT = _b(": input '")
-_HAS_SHAPE = _b("' has shape ")
-_EXACTLY = _b("; expected exactly input's shape ")
-_FITS_TO = _b("; expected a shape broadcastable to ")
-_INPUTS = _b(": inputs '")
-_QUOTE_SPACE = _b("' ")
-_AND = _b(" and '")
-_NOT_BROADCAST = _b(" do not broadcast")
+
+
+def _template(template: str, fields: list[str]) -> tuple[np.ndarray, ...]:
+    """The literal texts of one of opset/shapes.py's messages as bytes, ": " before the first; the fields must
+    be the ones, in the order, that `_describe` writes."""
+    texts, found = shapes.pieces(template)
+    assert found == fields, (template, found)
+    return tuple(_b(t) for t in [": " + texts[0], *texts[1:]])
+
+
+_EXACT_TEXTS = _template(shapes.NOT_EXACT, ["input", "shape", "full"])
+_FITS_TEXTS = _template(shapes.NOT_FITS, ["input", "shape", "full"])
+_BROADCAST_TEXTS = _template(shapes.NOT_BROADCAST, ["input", "shape", "other", "other_shape"])
 _REQUIRED = _b(": required input '")
 _IS_MISSING = _b("' is missing")
 _HAS_TYPE = _b("' has element type ")
@@ -249,23 +256,26 @@ def _describe(w, address, names, full):
         pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[ELEM_TYPE]))
         pos = put(msg, pos, _LIKE_T)
     elif status == NOT_EXACT or status == NOT_FITS:
-        pos = put(msg, pos, _COLON_INPUT)
+        texts = _EXACT_TEXTS if status == NOT_EXACT else _FITS_TEXTS
+        pos = put(msg, pos, texts[0])
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, _HAS_SHAPE)
+        pos = put(msg, pos, texts[1])
         pos = _put_shape(msg, pos, dims, w[a + O_RANK])
-        pos = put(msg, pos, _EXACTLY if status == NOT_EXACT else _FITS_TO)
+        pos = put(msg, pos, texts[2])
         pos = _put_shape(msg, pos, full, full_rank)
+        pos = put(msg, pos, texts[3])
     elif status == NOT_BROADCAST:
         b = _operand(other)
-        pos = put(msg, pos, _INPUTS)
+        texts = _BROADCAST_TEXTS
+        pos = put(msg, pos, texts[0])
         pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, _QUOTE_SPACE)
+        pos = put(msg, pos, texts[1])
         pos = _put_shape(msg, pos, dims, w[a + O_RANK])
-        pos = put(msg, pos, _AND)
+        pos = put(msg, pos, texts[2])
         pos = _put_name(msg, pos, names, 1 + other)
-        pos = put(msg, pos, _QUOTE_SPACE)
+        pos = put(msg, pos, texts[3])
         pos = _put_shape(msg, pos, w[b + O_DIMS:b + O_DIMS + MAX_RANK], w[b + O_RANK])
-        pos = put(msg, pos, _NOT_BROADCAST)
+        pos = put(msg, pos, texts[4])
     elif status == TOO_MANY_DIMS:
         pos = put(msg, pos, _COLON_INPUT)
         pos = _put_name(msg, pos, names, 1 + culprit)
