@@ -11,6 +11,7 @@ them are skipped, saying so.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -92,6 +93,18 @@ def test_a_library_exports_its_entry_points_only():
         listed = subprocess.run(["nm", "-D", "--defined-only", str(machine_code.LIBRARIES / name)],
                                 capture_output=True, text=True, check=True).stdout
         assert {line.split()[-1] for line in listed.splitlines()} == expected, level
+
+
+@needs_prebuilt
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="needs binutils' objdump to list versioned symbols")
+def test_a_library_needs_only_the_manylinux_2_17_glibc():
+    """The wheel is manylinux_2_17: no symbol from a newer glibc (pow is bound to its GLIBC_2.2.5 version; the
+    default, GLIBC_2.29, made auditwheel refuse the wheel)."""
+    for level, name in _MANIFEST["levels"].items():
+        listed = subprocess.run(["objdump", "-T", str(machine_code.LIBRARIES / name)], capture_output=True, text=True,
+                                check=True).stdout
+        versions = {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_([0-9.]+)\)", listed)}
+        assert versions and max(versions) <= (2, 17), (level, sorted(versions))
 
 
 def test_the_levels_this_cpu_runs():

@@ -1,4 +1,5 @@
-"""The compiled core every kernel shares: shape rules, operand layouts, tiles, reductions, error messages.
+"""The compiled core every kernel shares: shape rules, operand layouts, tiles, reductions (its error messages:
+messages.py).
 
 One call of an operator is carried by a PLAN record in memory the caller owns:
 
@@ -34,7 +35,6 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ...opset import shapes
 from .halves import store_rounded
 from .layout import (  # noqa: F401 (the record's names, re-exported for the front ends' and tests' use)
     _BATCHMEAN,
@@ -123,6 +123,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     WRONG_TYPE,
     N,
 )
+from .messages import describe, put, put_int  # noqa: F401 (put, put_int: for compiled.py)
 from .native import STREAMING_STORES, stack, stream_copy, stream_fence, view
 
 _jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the entry points (cache.py)
@@ -132,160 +133,6 @@ _jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the ent
 def _operand(j):
     """The word offset of operand j's fields."""
     return OPERANDS + j * OPERAND_WORDS
-
-
-# --- messages (bytes built in compiled code: the kernels must not call into Python) -------------------------
-
-def _b(text: str) -> np.ndarray:
-    return np.frombuffer(text.encode(), np.uint8).copy()
-
-
-_COLON_INPUT = _b(": input '")
-
-
-def _template(template: str, fields: list[str]) -> tuple[np.ndarray, ...]:
-    """The literal texts of one of opset/shapes.py's messages as bytes, ": " before the first; the fields must
-    be the ones, in the order, that `_describe` writes."""
-    texts, found = shapes.pieces(template)
-    assert found == fields, (template, found)
-    return tuple(_b(t) for t in [": " + texts[0], *texts[1:]])
-
-
-_EXACT_TEXTS = _template(shapes.NOT_EXACT, ["input", "shape", "full"])
-_FITS_TEXTS = _template(shapes.NOT_FITS, ["input", "shape", "full"])
-_BROADCAST_TEXTS = _template(shapes.NOT_BROADCAST, ["input", "shape", "other", "other_shape"])
-_REQUIRED = _b(": required input '")
-_IS_MISSING = _b("' is missing")
-_HAS_TYPE = _b("' has element type ")
-_EXPECTED = _b("; expected ")
-_LIKE_T = _b(" (the node's type T)")
-_HAS_RANK = _b("' has rank ")
-_MAX_DIMS = _b(f"; the lossops kernels take at most {MAX_RANK} dimensions")
-_TOO_LARGE = _b(": the inputs' shapes have more than 2**62 elements")
-_TYPE_NAMES = _b("float\0float16\0double\0bfloat16\0an unsupported type\0")
-_MINUS = _b("-")
-_OPEN, _CLOSE, _COMMA, _COMMA_CLOSE = _b("("), _b(")"), _b(", "), _b(",)")
-
-
-@_jit
-def put(msg, pos, src):
-    for k in range(src.size):
-        if pos < msg.size - 1:
-            msg[pos] = src[k]
-            pos += 1
-    return pos
-
-
-@_jit
-def _put_name(msg, pos, names, which):
-    """The which-th NUL-separated name in `names`."""
-    k = 0
-    for _ in range(which):
-        while names[k] != 0:
-            k += 1
-        k += 1
-    while k < names.size and names[k] != 0:
-        if pos < msg.size - 1:
-            msg[pos] = names[k]
-            pos += 1
-        k += 1
-    return pos
-
-
-@_jit
-def put_int(msg, pos, value):
-    digits = view(stack(24), 24, np.uint8)
-    if value < 0:
-        pos = put(msg, pos, _MINUS)
-        value = -value
-    n = 0
-    while True:
-        digits[n] = 48 + value % 10
-        value //= 10
-        n += 1
-        if value == 0:
-            break
-    for k in range(n):
-        if pos < msg.size - 1:
-            msg[pos] = digits[n - 1 - k]
-            pos += 1
-    return pos
-
-
-@_jit
-def _put_shape(msg, pos, dims, rank):
-    pos = put(msg, pos, _OPEN)
-    for d in range(rank):
-        if d:
-            pos = put(msg, pos, _COMMA)
-        pos = put_int(msg, pos, dims[d])
-    return put(msg, pos, _COMMA_CLOSE if rank == 1 else _CLOSE)
-
-
-@_jit
-def _type_index(elem_type):
-    if elem_type == FLOAT:
-        return 0
-    if elem_type == FLOAT16:
-        return 1
-    if elem_type == DOUBLE:
-        return 2
-    return 3 if elem_type == BFLOAT16 else 4
-
-
-@_jit
-def _describe(w, address, names, full):
-    """The error recorded in w (status, culprit, other input, rank of `full`) as a NUL-terminated sentence
-    naming the operator and the input; returns the status. (The failing sites store those fields rather than
-    pass them: numba compiles a function once per distinct literal argument.)"""
-    status, culprit, other, full_rank = w[STATUS], w[CULPRIT], w[OTHER], w[RANK]
-    msg = view(address + MESSAGE, MESSAGE_BYTES, np.uint8)
-    a = _operand(culprit)
-    dims = w[a + O_DIMS:a + O_DIMS + MAX_RANK]
-    pos = _put_name(msg, 0, names, 0)
-    if status == MISSING:
-        pos = put(msg, pos, _REQUIRED)
-        pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, _IS_MISSING)
-    elif status == WRONG_TYPE:
-        pos = put(msg, pos, _COLON_INPUT)
-        pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, _HAS_TYPE)
-        pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[a + O_ELEM_TYPE]))
-        pos = put(msg, pos, _EXPECTED)
-        pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[ELEM_TYPE]))
-        pos = put(msg, pos, _LIKE_T)
-    elif status == NOT_EXACT or status == NOT_FITS:
-        texts = _EXACT_TEXTS if status == NOT_EXACT else _FITS_TEXTS
-        pos = put(msg, pos, texts[0])
-        pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, texts[1])
-        pos = _put_shape(msg, pos, dims, w[a + O_RANK])
-        pos = put(msg, pos, texts[2])
-        pos = _put_shape(msg, pos, full, full_rank)
-        pos = put(msg, pos, texts[3])
-    elif status == NOT_BROADCAST:
-        b = _operand(other)
-        texts = _BROADCAST_TEXTS
-        pos = put(msg, pos, texts[0])
-        pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, texts[1])
-        pos = _put_shape(msg, pos, dims, w[a + O_RANK])
-        pos = put(msg, pos, texts[2])
-        pos = _put_name(msg, pos, names, 1 + other)
-        pos = put(msg, pos, texts[3])
-        pos = _put_shape(msg, pos, w[b + O_DIMS:b + O_DIMS + MAX_RANK], w[b + O_RANK])
-        pos = put(msg, pos, texts[4])
-    elif status == TOO_MANY_DIMS:
-        pos = put(msg, pos, _COLON_INPUT)
-        pos = _put_name(msg, pos, names, 1 + culprit)
-        pos = put(msg, pos, _HAS_RANK)
-        pos = put_int(msg, pos, w[a + O_RANK])
-        pos = put(msg, pos, _MAX_DIMS)
-    else:
-        pos = put(msg, pos, _TOO_LARGE)
-    msg[pos] = 0
-    return status
 
 
 # --- planning -----------------------------------------------------------------------------------------------
@@ -302,14 +149,14 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
             w[a + O_KIND] = ABSENT
             if not optional[j]:
                 w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = MISSING, j, 0, 0
-                return _describe(w, address, names, full)
+                return describe(w, address, names, full)
             continue
         if w[a + O_RANK] > MAX_RANK:  # the front end read no dims then: the message gives the rank only
             w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = TOO_MANY_DIMS, j, 0, 0
-            return _describe(w, address, names, full)
+            return describe(w, address, names, full)
         if w[a + O_ELEM_TYPE] != w[ELEM_TYPE]:
             w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = WRONG_TYPE, j, 0, 0
-            return _describe(w, address, names, full)
+            return describe(w, address, names, full)
     s = _operand(principal)
     s_rank = w[s + O_RANK]
     s_dims = w[s + O_DIMS:s + O_DIMS + MAX_RANK]
@@ -327,7 +174,7 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
             ad = w[a + O_DIMS + d - (new_rank - a_rank)] if d >= new_rank - a_rank else 1
             if fd != ad and fd != 1 and ad != 1:
                 w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = NOT_BROADCAST, principal, j, rank
-                return _describe(w, address, names, full)
+                return describe(w, address, names, full)
             full[d] = ad if fd == 1 else fd
         rank = new_rank
     for j in range(n_inputs):
@@ -341,7 +188,7 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
                 same = same and w[a + O_DIMS + d] == s_dims[d]
             if not same:
                 w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = NOT_EXACT, j, 0, s_rank
-                return _describe(w, address, names, s_dims)
+                return describe(w, address, names, s_dims)
         elif roles[j] == _FITS:
             fits = a_rank <= rank
             for d in range(min(a_rank, rank)):
@@ -349,7 +196,7 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
                 fits = fits and (ad == 1 or ad == full[rank - 1 - d])
             if not fits:
                 w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = NOT_FITS, j, 0, rank
-                return _describe(w, address, names, full)
+                return describe(w, address, names, full)
     n = 1
     empty = False
     for d in range(rank):
@@ -358,7 +205,7 @@ def _plan(address, roles, optional, reads, principal, reduces, output_input, tas
         for d in range(rank):
             if full[d] > (1 << 62) // n:
                 w[STATUS], w[CULPRIT], w[OTHER], w[RANK] = TOO_LARGE, 0, 0, rank
-                return _describe(w, address, names, full)
+                return describe(w, address, names, full)
             n *= full[d]
     w[N] = 0 if empty else n
 
@@ -691,7 +538,7 @@ def _task_for(op_name: str):
 
 
 @_jit
-def _start(address, n_inputs, dtype):
+def _start(address, _task, n_inputs, dtype, _compute):
     w = view(address, PLAN_WORDS, np.int64)
     for j in range(n_inputs):
         a = _operand(j)
@@ -715,7 +562,7 @@ def _start(address, n_inputs, dtype):
 
 
 @_jit
-def _finish(address, principal, dtype):
+def _finish(address, _task, principal, dtype, _compute):
     w = view(address, PLAN_WORDS, np.int64)
     out = view(w[OUT_ADDRESS], w[OUT_NUMEL], dtype)
     if w[MODE] == REDUCE:
@@ -772,25 +619,32 @@ def _plan_impl(op, address):
                                      names)
 
 
+def _by_element_type(step, value):
+    """A compiled call(address, i) of step(address, i, value, storage, compute) at the plan's element type: its
+    storage in the loops (numba has no float16/bfloat16 scalars: their bits) and the type it computes in."""
+
+    @_jit
+    def call(address, i):
+        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
+        if e == FLOAT:
+            step(address, i, value, np.float32, np.float32)
+        elif e == DOUBLE:
+            step(address, i, value, np.float64, np.float64)
+        elif e == FLOAT16:
+            step(address, i, value, np.uint16, np.float32)
+        else:
+            step(address, i, value, np.int16, np.float32)
+
+    return call
+
+
 @overload(start, prefer_literal=True)
 def _start_impl(op, address):
     k = _kernel(op)
     if k is None:
         return None
-    n_inputs = len(k.roles)
-
-    def impl(op, address):
-        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
-        if e == FLOAT:
-            _start(address, n_inputs, np.float32)
-        elif e == DOUBLE:
-            _start(address, n_inputs, np.float64)
-        elif e == FLOAT16:
-            _start(address, n_inputs, np.uint16)
-        else:
-            _start(address, n_inputs, np.int16)
-
-    return impl
+    call = _by_element_type(_start, len(k.roles))
+    return lambda op, address: call(address, 0)
 
 
 @overload(task, prefer_literal=True)
@@ -798,20 +652,8 @@ def _task_impl(op, address, i):
     k = _kernel(op)
     if k is None:
         return None
-    run, principal = _task_for(op.literal_value), k.principal
-
-    def impl(op, address, i):
-        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
-        if e == FLOAT:
-            run(address, i, principal, np.float32, np.float32)
-        elif e == DOUBLE:
-            run(address, i, principal, np.float64, np.float64)
-        elif e == FLOAT16:
-            run(address, i, principal, np.uint16, np.float32)
-        else:
-            run(address, i, principal, np.int16, np.float32)
-
-    return impl
+    call = _by_element_type(_task_for(op.literal_value), k.principal)
+    return lambda op, address, i: call(address, i)
 
 
 @overload(finish, prefer_literal=True)
@@ -819,17 +661,5 @@ def _finish_impl(op, address):
     k = _kernel(op)
     if k is None:
         return None
-    principal = k.principal
-
-    def impl(op, address):
-        e = view(address, PLAN_WORDS, np.int64)[ELEM_TYPE]
-        if e == FLOAT:
-            _finish(address, principal, np.float32)
-        elif e == DOUBLE:
-            _finish(address, principal, np.float64)
-        elif e == FLOAT16:
-            _finish(address, principal, np.uint16)
-        else:
-            _finish(address, principal, np.int16)
-
-    return impl
+    call = _by_element_type(_finish, k.principal)
+    return lambda op, address: call(address, 0)
