@@ -1,13 +1,19 @@
 """ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
 lower`: standard ops only; none of them expands model-local functions): OpenVINO and tract, each an optional
-extra, and onnx's version converter to opsets 13, 17, 18, 22 and 23 (run on onnxruntime). Their known limits are
+extra, onnxruntime-node (npm's package, run by Node.js), and onnx's version converter to opsets 13, 17, 18, 22
+and 23 (run on onnxruntime). Their known limits are
 declared here, once, with the reason, and the runner reports the cases they cover as skipped, never as
 passed.
 """
 
 from __future__ import annotations
 
+import atexit
+import json
+import shutil
+import subprocess
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +40,7 @@ class Consumer:
     extra: str  # the lossops extra that installs it
     run: Callable[[ModelProto, list[np.ndarray]], np.ndarray]  # portable model, inputs -> output 0
     limits: tuple[Limit, ...]
+    missing: Callable[[], str | None] | None = None  # why it cannot run here, where importing `module` cannot say
 
     def limit(self, case: str, dtype: str) -> str | None:
         return next((lim.reason for lim in self.limits if lim.applies(case, dtype)), None)
@@ -80,6 +87,59 @@ def _tract(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
     return runnable.run([np.array(a) for a in inputs])[0].to_numpy()
 
 
+_NODE_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.float16): "float16"}
+
+
+class _NodeRunner:
+    """onnxruntime-node, through one Node.js process running ort_node_runner.js for the whole conformance run
+    (a request per case on its stdin; ended when the interpreter exits). Node finds the package as it finds any:
+    install it with `npm install onnxruntime-node --ignore-scripts` where Node looks, or name its
+    node_modules in NODE_PATH."""
+
+    SCRIPT = Path(__file__).with_name("ort_node_runner.js")
+
+    def __init__(self):
+        self._process: subprocess.Popen | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def missing() -> str | None:
+        if shutil.which("node") is None:
+            return "Node.js is not installed (onnxruntime-node runs in it)"
+        found = subprocess.run(["node", "-e", "require.resolve('onnxruntime-node')"], capture_output=True)
+        if found.returncode:
+            return ("onnxruntime-node is not installed where Node looks: npm install onnxruntime-node --ignore-scripts"
+                    " (or set NODE_PATH to its node_modules)")
+        return None
+
+    def _started(self) -> subprocess.Popen:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(["node", str(self.SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                             text=True)
+            atexit.register(self._process.kill)
+        return self._process
+
+    def __call__(self, model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+        with self._lock, tempfile.TemporaryDirectory() as directory:
+            request = {"model": _saved(model, directory), "output": str(Path(directory) / "output"), "inputs": []}
+            for k, (value, array) in enumerate(zip(model.graph.input, inputs, strict=True)):
+                path = Path(directory) / f"input_{k}"
+                path.write_bytes(np.ascontiguousarray(array).tobytes())
+                request["inputs"].append({"name": value.name, "type": _NODE_TYPES[array.dtype],
+                                          "dims": list(array.shape), "file": str(path)})
+            process = self._started()
+            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.flush()
+            reply = json.loads(process.stdout.readline() or '{"error": "onnxruntime-node exited"}')
+            if "error" in reply:
+                raise RuntimeError(f"onnxruntime-node: {reply['error']}")
+            dtype = next(d for d, name in _NODE_TYPES.items() if name == reply["type"])
+            return np.frombuffer(Path(request["output"]).read_bytes(), dtype).reshape(reply["dims"])
+
+
+_ORT_NODE = _NodeRunner()
+
+
 def _converted(version: int) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
     """onnx's version converter to `version`, then onnxruntime: what a user upgrading the portable form gets."""
 
@@ -122,12 +182,17 @@ CONSUMERS: dict[str, Consumer] = {
               "tract folds a comparison of a symbolic dim with 1 to false, so a gradient summed back over an "
               "input dim that is 1 only at run time comes out unsummed (silently wrong)"),
     )),
+    "onnxruntime-node": Consumer("json", "", _ORT_NODE, (
+        Limit(_dtype("bfloat16"), "onnxruntime-node takes no bfloat16 tensors"),
+    ), _NodeRunner.missing),
     **{f"opset{v}": Consumer("onnx", "", _converted(v), ()) for v in (13, 17, 18, 22, 23)},
 }
 
 
 def unavailable(name: str) -> str | None:
     """Why consumer `name` cannot run here (its extra is not installed), or None."""
+    if CONSUMERS[name].missing is not None:
+        return CONSUMERS[name].missing()
     try:
         __import__(CONSUMERS[name].module)
     except ImportError:
