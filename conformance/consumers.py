@@ -1,9 +1,8 @@
 """ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
 lower`: standard ops only; none of them expands model-local functions): OpenVINO and tract, each an optional
-extra, onnxruntime-node (npm's package, run by Node.js), and onnx's version converter to opsets 13, 17, 18, 22
-and 23 (run on onnxruntime). Their known limits are
-declared here, once, with the reason, and the runner reports the cases they cover as skipped, never as
-passed.
+extra; onnxruntime-node and onnxruntime-web (npm's packages, run by Node.js; web as WebAssembly); and onnx's
+version converter to opsets 13, 17, 18, 22 and 23 (run on onnxruntime). Their known limits are declared here,
+once, with the reason, and the runner reports the cases they cover as skipped, never as passed.
 """
 
 from __future__ import annotations
@@ -91,31 +90,31 @@ _NODE_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64",
 
 
 class _NodeRunner:
-    """onnxruntime-node, through one Node.js process running ort_node_runner.js for the whole conformance run
-    (a request per case on its stdin; ended when the interpreter exits). Node finds the package as it finds any:
-    install it with `npm install onnxruntime-node --ignore-scripts` where Node looks, or name its
-    node_modules in NODE_PATH."""
+    """An npm package of onnxruntime (onnxruntime-node, or onnxruntime-web's WebAssembly build), through one
+    Node.js process running ort_node_runner.js for the whole conformance run (a request per case on its stdin;
+    ended when the interpreter exits). Node finds the package as it finds any: install it with
+    `npm install <package> --ignore-scripts` where Node looks, or name its node_modules in NODE_PATH."""
 
     SCRIPT = Path(__file__).with_name("ort_node_runner.js")
 
-    def __init__(self):
+    def __init__(self, package: str):
+        self.package = package
         self._process: subprocess.Popen | None = None
         self._lock = threading.Lock()
 
-    @staticmethod
-    def missing() -> str | None:
+    def missing(self) -> str | None:
         if shutil.which("node") is None:
-            return "Node.js is not installed (onnxruntime-node runs in it)"
-        found = subprocess.run(["node", "-e", "require.resolve('onnxruntime-node')"], capture_output=True)
+            return f"Node.js is not installed ({self.package} runs in it)"
+        found = subprocess.run(["node", "-e", f"require.resolve('{self.package}')"], capture_output=True)
         if found.returncode:
-            return ("onnxruntime-node is not installed where Node looks: npm install onnxruntime-node --ignore-scripts"
+            return (f"{self.package} is not installed where Node looks: npm install {self.package} --ignore-scripts"
                     " (or set NODE_PATH to its node_modules)")
         return None
 
     def _started(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
-            self._process = subprocess.Popen(["node", str(self.SCRIPT)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                             text=True)
+            self._process = subprocess.Popen(["node", str(self.SCRIPT), self.package], stdin=subprocess.PIPE,
+                                             stdout=subprocess.PIPE, text=True)
             atexit.register(self._process.kill)
         return self._process
 
@@ -132,12 +131,12 @@ class _NodeRunner:
             process.stdin.flush()
             reply = json.loads(process.stdout.readline() or '{"error": "onnxruntime-node exited"}')
             if "error" in reply:
-                raise RuntimeError(f"onnxruntime-node: {reply['error']}")
+                raise RuntimeError(f"{self.package}: {reply['error']}")
             dtype = next(d for d, name in _NODE_TYPES.items() if name == reply["type"])
             return np.frombuffer(Path(request["output"]).read_bytes(), dtype).reshape(reply["dims"])
 
 
-_ORT_NODE = _NodeRunner()
+_ORT_NODE, _ORT_WEB = _NodeRunner("onnxruntime-node"), _NodeRunner("onnxruntime-web")
 
 
 def _converted(version: int) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
@@ -184,7 +183,10 @@ CONSUMERS: dict[str, Consumer] = {
     )),
     "onnxruntime-node": Consumer("json", "", _ORT_NODE, (
         Limit(_dtype("bfloat16"), "onnxruntime-node takes no bfloat16 tensors"),
-    ), _NodeRunner.missing),
+    ), _ORT_NODE.missing),
+    "onnxruntime-web": Consumer("json", "", _ORT_WEB, (
+        Limit(_dtype("bfloat16"), "onnxruntime-web takes no bfloat16 tensors"),
+    ), _ORT_WEB.missing),
     **{f"opset{v}": Consumer("onnx", "", _converted(v), ()) for v in (13, 17, 18, 22, 23)},
 }
 

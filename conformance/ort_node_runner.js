@@ -1,11 +1,11 @@
-// Runs lossops conformance models on onnxruntime-node for conformance/consumers.py: one request per line on
-// stdin, {"model": path, "inputs": [{"name", "type", "dims", "file"}], "output": path}; each input is raw
+// Runs lossops conformance models on onnxruntime-node, or onnxruntime-web (its WebAssembly build), in Node.js
+// for conformance/consumers.py: `node ort_node_runner.js <package>`, then one request per line on stdin, {"model": path, "inputs": [{"name", "type", "dims", "file"}], "output": path}; each input is raw
 // little-endian data in a file. Answers one line per request: {"type", "dims"} with output 0's data written
 // to "output", or {"error": message}.
 "use strict";
 const fs = require("fs");
 const readline = require("readline");
-const ort = require("onnxruntime-node");
+const ort = require(process.argv[2]);
 
 const ARRAYS = { float32: Float32Array, float64: Float64Array, float16: Uint16Array };
 
