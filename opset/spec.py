@@ -3,9 +3,9 @@
 An `OpDef` is the ONNX interface (inputs with their shape rule, attributes, docs), the decomposition into
 standard ops, and the facts other systems need: the PyTorch operators that mean the same, the Ascend aclnn
 API with its argument names and the parts its page lists, and the operator computing its gradient.
-Kernels attach to an operator by name (`@kernel`); the conformance oracles (conformance/oracle.py) and
-cases (conformance/cases.py) are tables keyed by its name; tests/test_registry.py fails when an operator
-lacks any of them.
+Its tile (ort_ext/kernels/<operator>.py, `@kernel`) and its conformance module (conformance/ops/<operator>.py:
+oracle, cases, bench baseline) are found by its name; tests/test_registry.py fails when an operator lacks any
+of them.
 """
 
 from __future__ import annotations

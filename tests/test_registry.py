@@ -80,3 +80,19 @@ def test_adding_an_operator_walkthrough(monkeypatch):
     monkeypatch.setitem(TRANSLATIONS, "lossops::dummy_loss", TRANSLATIONS["lossops::kl_div"])
     monkeypatch.setitem(opset.OPS, "DummyLoss", dataclasses.replace(dummy, gradient=kl.gradient))  # KlDivBackward
     assert missing_layers("DummyLoss", specs) == []
+
+
+def test_a_kernel_with_more_parameters_than_the_plan_carries_is_refused(monkeypatch):
+    """The plan carries layout.MAX_PARAMS parameters: an operator with more cannot get a kernel silently."""
+    import dataclasses
+
+    from lossops.opset.spec import Attribute
+    from lossops.ort_ext.kernels import layout
+    from lossops.ort_ext.kernels.registry import kernel
+
+    extra = tuple(Attribute(f"p{k}", "a number", 1.0, low=0.0) for k in range(layout.MAX_PARAMS + 1))
+    crowded = dataclasses.replace(opset.OPS["KlDiv"], name="Crowded", attributes=(*opset.OPS["KlDiv"].attributes[:1],
+                                                                                   *extra))
+    monkeypatch.setitem(opset.OPS, "Crowded", crowded)
+    with pytest.raises(ValueError, match=f"Crowded: {layout.MAX_PARAMS + 1} parameters; the kernels carry at most"):
+        kernel("Crowded", reads=("input",), task_elements=1024)

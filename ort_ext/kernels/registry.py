@@ -66,6 +66,9 @@ def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
     `task_elements` is how much work a thread takes at a time: enough that handing it over costs little
     (measured with `lossops bench`: 64K elements for the memory-bound loops, 16K for those with exp/log)."""
     op = opset.get(op_name)
+    if len(op.params) > layout.MAX_PARAMS:
+        raise ValueError(f"{op_name}: {len(op.params)} parameters; the kernels carry at most {layout.MAX_PARAMS} "
+                         "(layout.MAX_PARAMS)")
 
     def register(tile):
         names = [i.name for i in op.inputs]
