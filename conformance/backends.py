@@ -56,7 +56,6 @@ def reference(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
 
     from .reference_ops import REFERENCE_OPS
 
-    opset.register()
     with np.errstate(all="ignore"):  # IEEE inf/NaN are results here, not warnings
         return ReferenceEvaluator(model, new_ops=REFERENCE_OPS).run(None, _feeds(model, inputs))[0]
 

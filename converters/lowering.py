@@ -103,7 +103,6 @@ def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProt
     symbolic shapes are not guarded (graph mode claims no Concat)."""
     if for_provider not in PROVIDERS:
         raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
-    opset.register()
     validate_nodes(model)
     out = at_least_floor(inline_lossops_callers(model))
     types = value_types(out)

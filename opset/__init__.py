@@ -21,6 +21,8 @@ from .registry import (
 )
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
+register()  # once, when the package is imported: onnx's checker and inference then know the lossops schemas
+
 __all__ = [
     "DOMAIN", "IR_VERSION", "MIN_FUNCTION_OPSET", "ONNX_OPSET", "OPS", "VERSION", "Specialisation", "check", "expand",
     "function", "functions", "get", "make_model", "make_node", "node_attributes", "opset_imports", "register",
@@ -33,5 +35,4 @@ def script_opset():
     from ..extras import require
 
     onnxscript = require("onnxscript", "writing lossops nodes with onnxscript")
-    register()
     return onnxscript.values.Opset(DOMAIN, VERSION)

@@ -9,7 +9,7 @@ import onnx.inliner
 import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
-from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, register, specialise
+from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, specialise
 from .validation import import_problems, validate_nodes
 from .validation import node_problems as lossops_node_problems
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
@@ -86,7 +86,6 @@ def inline_lossops_callers(model: ModelProto) -> ModelProto:
 
 def value_types(model: ModelProto) -> dict[str, onnx.TypeProto]:
     """The type of every value of every graph of `model` that inference (with the lossops schemas) finds."""
-    register()
     inferred = onnx.shape_inference.infer_shapes(model)
     types: dict[str, onnx.TypeProto] = {}
     for g in graphs(inferred.graph):
@@ -128,7 +127,6 @@ def with_functions(model: ModelProto) -> ModelProto:
     The functions import the model's default-domain opset, which must be at least MIN_FUNCTION_OPSET (13);
     an older model is converted to 13 with onnx's version converter first. The IR version becomes 10 (the
     first with `overload`)."""
-    register()
     validate_nodes(model)
     out = at_least_floor(inline_lossops_callers(model))
     stamp(out)
@@ -146,7 +144,6 @@ def with_functions(model: ModelProto) -> ModelProto:
 
 def make_model(graph: GraphProto, **kwargs) -> ModelProto:
     """`onnx.helper.make_model` for graphs with lossops nodes: opsets, IR version and functions included."""
-    register()
     kwargs.setdefault("opset_imports", opset_imports())
     kwargs.setdefault("ir_version", IR_VERSION)
     return with_functions(helper.make_model(graph, **kwargs))
@@ -154,7 +151,6 @@ def make_model(graph: GraphProto, **kwargs) -> ModelProto:
 
 def check(model: ModelProto) -> None:
     """onnx.checker (full) and strict shape inference with the lossops schemas; raises on the first problem."""
-    register()
     validate_nodes(model)
     onnx.checker.check_model(model, full_check=True)
 
@@ -162,7 +158,6 @@ def check(model: ModelProto) -> None:
 def validate(model: ModelProto) -> None:
     """Strict type and shape inference with the lossops schemas: what must hold before a model runs.
     (Lighter than `check`: onnxruntime loads models that onnx.checker rejects for unrelated reasons.)"""
-    register()
     validate_nodes(model)
     onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
 
@@ -171,7 +166,6 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
     """(node, problem) for every node of the main graph that strict type and shape inference rejects, in
     graph order (each node is inferred alone, from the types inferred before it), then onnx.checker's
     verdict on the whole model if nothing else was found. An empty list means the model is valid."""
-    register()
     problems = [("model", p) for p in import_problems(model)]
     types = {v.name: v.type for v in model.graph.input}
     for t in model.graph.initializer:

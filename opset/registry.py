@@ -42,7 +42,8 @@ _lock = threading.Lock()
 
 
 def register() -> None:
-    """Register the lossops schemas in onnx.defs (checker, shape inference). Idempotent and thread-safe."""
+    """Register the lossops schemas in onnx.defs (checker, shape inference); done when lossops.opset is imported.
+    Idempotent and thread-safe."""
     with _lock:
         added = False
         for op in OPS.values():
