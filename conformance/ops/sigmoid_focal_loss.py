@@ -44,12 +44,13 @@ def oracle(input, target, weight=None, *, reduction, alpha, gamma):
     return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction].numpy()
 
 
-def q_and_balance(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray | float]:
-    """(|1 - p_t|, |alpha_t|) in float64, for the allowances."""
+def float64_terms(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
+    """(p, |1 - p_t|, the cross entropy, |alpha_t|) in numpy float64, for the allowances (not the oracle)."""
     with np.errstate(all="ignore"):
         p = 1 / (1 + np.exp(-x))
         q = np.abs(p * (1 - y) + (1 - p) * y)
-    return q, 1.0 if alpha < 0 else np.abs(alpha * y + (1 - alpha) * (1 - y))
+        ce = (1 - y) * np.logaddexp(0, x) + y * np.logaddexp(0, -x)
+    return p, q, ce, 1.0 if alpha < 0 else np.abs(alpha * y + (1 - alpha) * (1 - y))
 
 
 def oracle_error(inputs: list, attrs: dict) -> np.ndarray | float:
@@ -57,9 +58,8 @@ def oracle_error(inputs: list, attrs: dict) -> np.ndarray | float:
     implementation's q): 4 * gamma ulps of the loss."""
     x, y, w = (None if a is None else np.asarray(a, np.float64) for a in inputs)
     alpha, gamma = float(np.float32(attrs["alpha"])), float(np.float32(attrs["gamma"]))
-    q, balance = q_and_balance(x, y, alpha)
+    _, q, ce, balance = float64_terms(x, y, alpha)
     with np.errstate(all="ignore"):
-        ce = (1 - y) * np.logaddexp(0, x) + y * np.logaddexp(0, -x)
         loss = np.abs(ce * balance * q**gamma * (w if w is not None else 1.0))
     bound = np.where(np.isfinite(loss), 4 * gamma * np.finfo(np.float64).eps * loss, 0.0)
     if attrs["reduction"] == "none":

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..specs import Spec, grad, rng
 from . import tensor, torch_and_functional
-from .sigmoid_focal_loss import EXTREME_LOGITS, SETTINGS, focal, q_and_balance
+from .sigmoid_focal_loss import EXTREME_LOGITS, SETTINGS, float64_terms, focal
 
 OP = "SigmoidFocalLossGrad"
 
@@ -38,10 +38,8 @@ def _terms(inputs: list, attrs: dict) -> np.ndarray:
     g, x, y, w = (None if a is None else np.asarray(a, np.float64) for a in inputs)
     w = 1.0 if w is None else np.abs(w)
     alpha, gamma = float(np.float32(attrs["alpha"])), float(np.float32(attrs["gamma"]))
-    q, balance = q_and_balance(x, y, alpha)
+    p, q, ce, balance = float64_terms(x, y, alpha)
     with np.errstate(all="ignore"):
-        p = 1 / (1 + np.exp(-x))
-        ce = (1 - y) * np.logaddexp(0, x) + y * np.logaddexp(0, -x)
         focus = np.where(q > 0, gamma * ce * p * (1 - p) / q * np.abs(1 - 2 * y), 0.0)
         terms = np.abs(g) * w * balance * q**gamma * (q + focus)
     terms = np.where(np.isfinite(terms), terms, 0.0)
