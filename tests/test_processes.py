@@ -301,3 +301,40 @@ def test_damaged_compile_cache_entries_are_compiled_again(tmp_path):
     third = python()
     assert third.returncode == 0 and third.stdout == first.stdout
     assert "lossops:" not in third.stderr, third.stderr[-3000:]
+
+
+def test_entries_compiled_by_different_processes_load_together(tmp_path):
+    """Two processes each compile one operator into a fresh compile cache; a third loads both entries and must
+    compute what each process computed. (Before: numba names its functions per process, so the two operators'
+    task closures could carry one name, and the third process ran the first one's body for the second: NaN.)"""
+    import os
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "LOSSOPS_KERNELS": "jit"}
+    script = textwrap.dedent("""
+        import sys
+        import numpy as np
+        from lossops.ort_ext.kernels import run
+        r = np.random.default_rng(0)
+        x, t = r.normal(size=3000), r.uniform(size=3000)
+        inputs = {"KlDivBackward": [x, np.log(r.uniform(0.1, 1, 3000)), t],
+                  "BinaryCrossEntropyWithLogits": [x, t]}
+        for op in sys.argv[1:]:
+            for dtype in (np.float32, np.float64):
+                for reduction in ("none", "mean"):
+                    out = run(op, [a.astype(dtype) for a in inputs[op]], reduction=reduction)
+                    print(op, dtype.__name__, reduction, out.tobytes().hex()[:64], np.isfinite(out).all())
+    """)
+
+    def python(*ops: str) -> subprocess.Popen:
+        return subprocess.Popen([sys.executable, "-c", script, *ops], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, env=env)
+
+    alone = [python("KlDivBackward"), python("BinaryCrossEntropyWithLogits")]  # at once, into one cache
+    outputs = [p.communicate(timeout=600) for p in alone]
+    assert all(p.returncode == 0 for p in alone), [err[-3000:] for _, err in outputs]
+    together = python("KlDivBackward", "BinaryCrossEntropyWithLogits")
+    out, err = together.communicate(timeout=600)
+    assert together.returncode == 0, err[-3000:]
+    assert "compiling" not in err, err[-3000:]  # both entries loaded from the cache
+    assert out.splitlines() == outputs[0][0].splitlines() + outputs[1][0].splitlines()
+    assert all(line.endswith("True") for line in out.splitlines()), out

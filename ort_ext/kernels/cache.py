@@ -15,20 +15,30 @@ zeros). So lossops caches only its entry points (each operator's compiled ORT ca
 points: one signature each), compiles every helper into them, and gives each closure (an operator) index
 files of its own: no index ever holds two keys, and two processes writing one write the same bytes.
 Other packages' functions keep numba's own locators.
+
+A cached entry point carries its callees' machine code with it, under their mangled names, which numba makes
+unique only within a process (the qualified name plus a counter). Closures share a qualified name (each
+operator's `_task_for.<locals>.task`), so two processes that compiled different operators could both name theirs
+`task$12`; a third process loading both entries linked the second operator's calls to the first one's body, the
+callees being weak symbols (seen: NaN and 1e36 from entries compiled by separate processes, each valid alone).
+Each process therefore starts numba's counter at a random point of its own (`_own_names`): names from different
+processes do not meet.
 """
 
 from __future__ import annotations
 
 import atexit
 import hashlib
+import itertools
 import os
 import pickle
+import secrets
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from numba.core import caching
+from numba.core import bytecode, caching
 
 from .. import machine_code
 
@@ -188,13 +198,23 @@ def _load_index(self):
         return {}
 
 
+def _own_names() -> None:
+    """Start numba's per-process function counter at a random multiple of 2**24 below 2**62 (a process compiles
+    thousands of functions, not 2**24): two processes' names then coincide with probability about 2**-38."""
+    bytecode.FunctionIdentity._unique_ids = itertools.count((1 + secrets.randbits(38)) << 24)
+
+
 def install() -> None:
     """Put lossops' locators first in numba's list (idempotent), and take the source stamp now, as the
     modules are imported: a stamp taken at the first compile read files that may have changed since the
     process imported them (an upgrade under a running server, an edit under a test run), and stored the old
     code under the new stamp, where later processes loaded it (seen: a KL backward returning inf). Must run
-    before any cached function of lossops is defined: kernels/__init__.py calls it first thing."""
+    before any cached function of lossops is defined: compiled.py calls it on import."""
     source_hash()
+    if not install.done:
+        install.done = True
+        _own_names()
+        os.register_at_fork(after_in_child=_own_names)  # a forked child would count on from its parent's names
     classes = caching.CacheImpl._locator_classes
     for locator in (UserWide, InTree, UserProvided):  # inserted at 0 in reverse: UserProvided ends first
         if locator not in classes:
@@ -203,3 +223,6 @@ def install() -> None:
         classes.append(ProcessOnly)
     files = caching.IndexDataCacheFile
     files._load_data, files._save_data, files._load_index = _load_data, _save_data, _load_index
+
+
+install.done = False
