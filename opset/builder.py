@@ -41,8 +41,8 @@ class Static:
     constants: dict[str, TensorProto] = field(default_factory=dict)  # the model's initializers
     initializers: list[TensorProto] | None = None  # made by the expansion, when constants must be initializers
     guards: bool = True
-    # the portable form (converters/lowering.py) computes float32 log1p through Atanh; CANN's graph mode claims
-    # no Atanh, and function bodies keep the form onnxruntime has for every type
+    # the portable form (converters/lowering.py) computes float32 log1p as a series that no consumer's Log or
+    # Atanh can spoil; function bodies and CANN's graph keep the shorter form
     portable: bool = False
 
     def static_shape(self, name: str) -> tuple[int, ...] | None:
@@ -150,6 +150,12 @@ class Builder:
 
     # --- sizes and sums ---
 
+    def size(self, name: str) -> str:
+        """Size(name), an int64 scalar; in the portable form the product of its shape (onnx2torch has no Size)."""
+        if self.static.portable:
+            return self.op("ReduceProd", self.op("Shape", name), keepdims=0)
+        return self.op("Size", name)
+
     def numel(self, name: str, elem_type: int | None = None, same_shape: str | None = None) -> str:
         """The number of elements of `name` as a scalar of the compute type (or `elem_type`); counted on
         `same_shape` (a tensor of name's shape) where the shape is not static: onnxruntime has no bfloat16 Size."""
@@ -159,7 +165,7 @@ class Builder:
             for d in shape:
                 count *= d
             return self.const(float(count), elem_type)
-        return self.op("Cast", self.op("Size", same_shape or name), to=elem_type or self.compute)
+        return self.op("Cast", self.size(same_shape or name), to=elem_type or self.compute)
 
     @property
     def static_count(self) -> int | None:
@@ -173,17 +179,34 @@ class Builder:
             return self.numel(over_full, elem_type)
         return self.const(float(self.static_count), elem_type)
 
+    def divided(self, value: str, divisor: Callable[[], str]) -> str:
+        """`value` (over F) / `divisor()`; where F is static and empty, `value` itself (empty too): no division
+        by a constant 0, which TVM's constant folder evaluates, and fails on."""
+        return value if self.static_count == 0 else self.op("Div", value, divisor())
+
     def divided_by_count(self, value: str, over_full: str) -> str:
-        """`value` (over F) / the number of elements of F; where F is static and empty, `value` itself (empty
-        too): no division by a constant 0, which TVM's constant folder evaluates."""
-        return value if self.static_count == 0 else self.op("Div", value, self.numel_full(over_full))
+        """`value` (over F) / the number of elements of F."""
+        return self.divided(value, lambda: self.numel_full(over_full))
+
+    def summed(self, values: str, axes: list[int] | None, keepdims: int) -> str:
+        """ReduceSum of float64 `values` (over F) over static `axes` (None: all). In the portable form, where F is
+        static and empty and the sum is not, the zeros it comes to, as a constant: TVM's ReduceSum over nothing
+        returns whatever the memory held. (An empty constant is no better: OpenVINO reads it as a scalar.)"""
+        shape = None
+        if self.static.portable and self.static_count == 0:
+            rank = len(self._static_full)
+            reduced = set(range(rank)) if axes is None else {a % rank for a in axes}
+            shape = [1 if a in reduced else d for a, d in enumerate(self._static_full) if keepdims or a not in reduced]
+        if shape is None or math.prod(shape) == 0:
+            return self.op("ReduceSum", values, *([self.ints(axes)] if axes is not None else []), keepdims=keepdims)
+        return self._constant(helper.make_tensor("zeros", TensorProto.DOUBLE, shape, [0.0] * math.prod(shape)))
 
     def total(self, values: str) -> str:
         """The sum of all elements, accumulated in float64: onnxruntime's float32 ReduceSum was 7e-4 to 7e-3
         relative off over 2e7 elements (measured); a float64 sum of float32 terms is exact to ~1e-16."""
         if self.compute != TensorProto.DOUBLE:
             values = self.op("Cast", values, to=TensorProto.DOUBLE)
-        return self.op("ReduceSum", values, keepdims=0)
+        return self.summed(values, None, 0)
 
     def batch_size(self, input: str, elem_type: int | None = None) -> str:
         """input.shape[0], or 1 for a rank-0 input (PyTorch's batchmean divisor)."""
@@ -198,7 +221,7 @@ class Builder:
 
     def padded(self, shape: str, rank: str) -> str:
         """A shape vector with leading 1s up to `rank` (an int64 scalar)."""
-        missing = self.op("Reshape", self.op("Sub", rank, self.op("Size", shape)), self.ints([1]))
+        missing = self.op("Reshape", self.op("Sub", rank, self.size(shape)), self.ints([1]))
         ones = self.op("ConstantOfShape", missing, value=helper.make_tensor("one", TensorProto.INT64, [1], [1]))
         return self.op("Concat", ones, shape, axis=0)
 
@@ -210,18 +233,20 @@ class Builder:
 
         double = TensorProto.DOUBLE
 
-        def mean(s: Builder) -> str:
-            if s.static_count == 0:
-                # no constant 0 divisor (TVM folds it): the mean of nothing is NaN, made from the (empty) data so
-                # that no node reads constants only (CANN's graph mode claims none)
-                return s.op("Mul", total(s), s.const(math.nan, double))
-            return s.op("Div", total(s), s.numel_full(loss, double))
+        def averaged(divisor: Callable[[Builder], str]) -> Callable[[Builder], str]:
+            def average(s: Builder) -> str:
+                if s.static_count == 0:
+                    # no constant 0 divisor (TVM folds it): the mean of nothing is NaN, made from the (empty) data
+                    # so that no node reads constants only (CANN's graph mode claims none)
+                    return s.op("Mul", total(s), s.const(math.nan, double))
+                return s.op("Div", total(s), divisor(s))
+            return average
 
         branches = {
             "none": lambda s: loss,
             "sum": total,
-            "mean": mean,
-            "batchmean": lambda s: s.op("Div", total(s), s.batch_size(input, double)),
+            "mean": averaged(lambda s: s.numel_full(loss, double)),
+            "batchmean": averaged(lambda s: s.batch_size(input, double)),
         }
         return self.choose("reduction", {k: v for k, v in branches.items()
                                          if k in self.opdef.attribute("reduction").allowed})
@@ -264,7 +289,7 @@ class Builder:
             if i.shape == BROADCAST and names[k]:
                 f0 = self.op("Add", empty[principal], empty[k], name=f"{op.name}: inputs 'input' and '{i.name}' "
                              "must broadcast")
-                out[k] = self._after(names[k], shapes[k], f0)
+                out[k] = self._after(names[k], shapes[k], f0, -1)
         for k, i in enumerate(op.inputs):
             if not names[k] or i.shape not in (EXACT, FITS):
                 continue
@@ -276,7 +301,7 @@ class Builder:
                 rule = f"{op.name}: input '{i.name}' must broadcast to {where}"
                 fits = self.op("Add", empty[k], f0, name=rule)
                 check = self._identical(self.op("Shape", fits), self.op("Shape", f0), f"{rule} without enlarging it")
-            out[k] = self._after(names[k], shapes[k], check)
+            out[k] = self._after(names[k], shapes[k], check, 0)
         self._f0 = f0
         return out
 
@@ -315,7 +340,9 @@ class Builder:
         return self.op("Add", stand_in(a), stand_in(b), name=f"{name} (the sizes onnxruntime names are each "
                        "dimension plus 2)")
 
-    def _after(self, value: str, shape: str, check: str) -> str:
-        """`value`, reshaped to its own shape plus the size of `check` (always 0): it exists only once the
-        check ran and passed."""
-        return self.op("Reshape", value, self.op("Add", shape, self.op("Size", check)))
+    def _after(self, value: str, shape: str, check: str, zero_axis: int) -> str:
+        """`value`, reshaped to its own shape plus the extent of `check`'s axis `zero_axis` (always 0): it exists
+        only once the check ran and passed. (That extent rather than Size(check): tract folds it into the
+        Reshape's shape, and onnx2torch has no Size.)"""
+        zero = self.op("Gather", self.op("Shape", check), self.ints([zero_axis]))
+        return self.op("Reshape", value, self.op("Add", shape, zero))

@@ -38,7 +38,7 @@ def sum_to_shape_of(b: Builder, d: str, input: str, shapes: list[tuple | None]) 
     if wide:
         d = b.op("Cast", d, to=TensorProto.DOUBLE)
     if axes is not None:
-        summed = b.op("ReduceSum", d, b.ints(axes), keepdims=1)
+        summed = b.summed(d, axes, 1)
         added = max(len(s) for s in shapes) - len(shapes[0])
         if added:
             summed = b.op("Squeeze", summed, b.ints(list(range(added))))
@@ -47,14 +47,14 @@ def sum_to_shape_of(b: Builder, d: str, input: str, shapes: list[tuple | None]) 
     else:
         shape_d, shape_x = b.op("Shape", d), b.op("Shape", input)
         one = b.ints([1])
-        padded_x = b.padded(shape_x, b.op("Size", shape_d))
+        padded_x = b.padded(shape_x, b.size(shape_d))
         mask = b.op("And", b.op("Equal", padded_x, one), b.op("Not", b.op("Equal", shape_d, one)))
         axes_found = b.op("Reshape", b.op("NonZero", mask), b.ints([-1]))
         # summed over a leading axis of 1 as well, so the axes are never empty: onnxruntime 1.24's ReduceSum
         # reduced every axis of an empty tensor despite noop_with_empty_axes (measured with onnxruntime-cann)
         axes = b.op("Concat", b.ints([0]), b.op("Add", axes_found, b.ints([1])), axis=0)
         summed = b.op("ReduceSum", b.op("Unsqueeze", d, b.ints([0])), axes, keepdims=1)
-        added = b.op("Sub", b.op("Size", shape_d), b.op("Size", shape_x))  # and the leading axis of 1: never empty
+        added = b.op("Sub", b.size(shape_d), b.size(shape_x))  # and the leading axis of 1: never empty
         summed = b.op("Squeeze", summed, b.op("Range", b.int_scalar(0), b.op("Add", added, b.int_scalar(1)),
                                               b.int_scalar(1)))
     return b.op("Cast", summed, to=b.compute) if wide else summed
@@ -124,7 +124,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
         "none": lambda s: d,
         "sum": lambda s: d,
         "mean": lambda s: s.divided_by_count(d, d),
-        "batchmean": lambda s: s.op("Div", d, s.batch_size(input)),
+        "batchmean": lambda s: s.divided(d, lambda: s.batch_size(input)),
     })
     return sum_to_shape_of(b, d, input, shapes)
 
