@@ -1,6 +1,7 @@
 """ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
-lower`: standard ops only; none of them expands model-local functions): OpenVINO and tract, each an optional
-extra; onnxruntime-node and onnxruntime-web (npm's packages, run by Node.js; web as WebAssembly); and onnx's
+lower`: standard ops only; none of them expands model-local functions): OpenVINO, tract and TVM, each an
+optional extra; onnx2torch and onnx2pytorch (installed by hand: they need a torchvision built for the installed
+torch); onnxruntime-node and onnxruntime-web (npm's packages, run by Node.js; web as WebAssembly); and onnx's
 version converter to opsets 13, 17, 18, 22 and 23 (run on onnxruntime). Their known limits are declared here,
 once, with the reason, and the runner reports the cases they cover as skipped, never as passed.
 """
@@ -84,6 +85,67 @@ def _tract(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
     with tempfile.TemporaryDirectory() as directory:
         runnable = tract.onnx().load(_saved(model, directory)).into_model().into_runnable()
     return runnable.run([np.array(a) for a in inputs])[0].to_numpy()
+
+
+def _tvm(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    import tvm
+    from tvm import relax
+    from tvm.relax.frontend.onnx import from_onnx
+
+    module = from_onnx(model, keep_params_in_input=False)
+    machine = relax.VirtualMachine(tvm.compile(module, target="llvm"), tvm.cpu())
+    out = machine["main"](*(tvm.runtime.tensor(np.array(a, order="C")) for a in inputs))  # ascontiguousarray: rank >= 1
+    return (out[0] if isinstance(out, tvm.ir.Array) else out).numpy()
+
+
+def _torch_converted(convert: Callable[[ModelProto], object]) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
+    """A converter from ONNX to a PyTorch module (onnx2torch, onnx2pytorch), the module then run eagerly."""
+
+    def run(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+        import torch
+
+        def tensor(a: np.ndarray) -> torch.Tensor:  # torch reads no ml_dtypes arrays: bfloat16 goes as its bits
+            return torch.from_numpy(np.array(a.view(np.int16))).view(torch.bfloat16) if a.dtype == BF16 \
+                else torch.from_numpy(np.array(a))
+
+        module = convert(model)
+        with torch.no_grad():
+            out = module(*(tensor(a) for a in inputs))
+        out = out[0] if isinstance(out, list | tuple) else out
+        return out.view(torch.int16).numpy().view(BF16) if out.dtype == torch.bfloat16 else out.numpy()
+
+    return run
+
+
+def _torch_converter_missing(module: str) -> Callable[[], str | None]:
+    """Why converter `module` cannot run here: it imports torchvision, and PyPI's torchvision is built for PyPI's
+    CUDA torch, so beside the CPU torch (`lossops[torch]`) it does not import."""
+
+    def missing() -> str | None:
+        import importlib.util
+
+        if importlib.util.find_spec(module) is None:
+            return (f"{module} is not installed: pip install {module}, with torch and torchvision from one index "
+                    "(PyTorch's CPU index for the CPU build)")
+        try:
+            import torchvision  # noqa: F401
+        except Exception as e:  # RuntimeError when its operators do not match the installed torch
+            return f"{module} imports torchvision, which does not import here ({type(e).__name__}: {e})"
+        return None
+
+    return missing
+
+
+def _onnx2torch(model: ModelProto) -> object:
+    from onnx2torch import convert
+
+    return convert(model)
+
+
+def _onnx2pytorch(model: ModelProto) -> object:
+    from onnx2pytorch import ConvertModel
+
+    return ConvertModel(model)
 
 
 _NODE_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.float16): "float16"}
@@ -175,12 +237,25 @@ CONSUMERS: dict[str, Consumer] = {
     "tract": Consumer("tract", "tract", _tract, (
         Limit(_dtype("bfloat16"), "tract takes no bfloat16 inputs"),
         Limit(_named("sigmoid_to_bce_backward_float64"), "tract has no float64 Sigmoid (the graph's own node)"),
-        Limit(_named("empty_sum_back_3x1_by_3x0"), "tract panics, aborting the process, on a ReduceSum over an "
-                                                   "axis of extent 0 whose output is not empty"),
         Limit(lambda case, dtype: case.endswith("_symbolic") and "input_batch1" in case,
               "tract folds a comparison of a symbolic dim with 1 to false, so a gradient summed back over an "
               "input dim that is 1 only at run time comes out unsummed (silently wrong)"),
     )),
+    "tvm": Consumer("tvm", "tvm", _tvm, (
+        Limit(lambda case, dtype: case.endswith("_symbolic"),
+              "TVM's ONNX importer does no arithmetic on a Shape's output (the run-time checks of symbolic dims use "
+              "it) and compiles no elementwise op between symbolic dims it cannot prove equal or 1 (even a lone Add "
+              "of inputs shaped ('n',) and ('k',)): give the model's inputs static shapes first"),
+    )),
+    "onnx2torch": Consumer("onnx2torch", "", _torch_converted(_onnx2torch), (
+        Limit(_dtype("bfloat16"), "onnx2torch converts no Cast to bfloat16"),
+        Limit(lambda case, dtype: case.endswith("_symbolic") and any(
+            f in case for f in ("weight_class", "sum_back_3x0_by_4x3x0", "input_batch1_sum", "rank3_batchmean")),
+              "onnx2torch's ConstantOfShape takes no shape computed at run time (torch.Size of a tensor), which "
+              "the checks of exact shapes and the sum back over symbolic dims use"),
+    ), _torch_converter_missing("onnx2torch")),
+    "onnx2pytorch": Consumer("onnx2pytorch", "", _torch_converted(_onnx2pytorch), (),
+                             _torch_converter_missing("onnx2pytorch")),
     "onnxruntime-node": Consumer("json", "", _ORT_NODE, (
         Limit(_dtype("bfloat16"), "onnxruntime-node takes no bfloat16 tensors"),
     ), _ORT_NODE.missing),
