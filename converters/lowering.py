@@ -9,6 +9,7 @@ import onnx
 from onnx import GraphProto, ModelProto, TypeProto, helper
 
 from .. import opset
+from ..opset import shapes
 from ..opset.builder import Static
 from ..opset.model import (
     at_least_floor,
@@ -23,12 +24,6 @@ from ..opset.registry import MIN_FUNCTION_OPSET
 from ..opset.validation import validate_nodes
 
 PROVIDERS = (None, "cann")
-
-
-def _static_shape(t: TypeProto) -> tuple | None:
-    if not t.tensor_type.HasField("shape"):
-        return None
-    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim)
 
 
 def lowest_opset(model: ModelProto) -> int:
@@ -71,7 +66,7 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
         # what the graph says of the node's inputs: static shapes fold the shape computations and guards away
         # (CANN's graph mode also wants constants as initializers and no guard nodes)
         cann = for_provider == "cann"
-        static = Static({n: _static_shape(types[n]) for n in node.input if n in types},
+        static = Static({n: shapes.of_type(types[n]) for n in node.input if n in types},
                         {i.name: i for i in g.initializer}, initializers=[] if cann else None, guards=not cann,
                         portable=not cann)
         expanded = _live(opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static), node.output[0])

@@ -10,7 +10,7 @@ import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
 from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, specialise
-from .validation import import_problems, validate_nodes
+from .validation import import_problems, nodes_within, subgraphs, validate_nodes
 from .validation import node_problems as lossops_node_problems
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
@@ -18,10 +18,7 @@ from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 def graphs(graph: GraphProto) -> Iterator[GraphProto]:
     """`graph` and every subgraph nested in its nodes' attributes."""
     yield graph
-    for node in graph.node:
-        for a in node.attribute:
-            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                yield from graphs(g)
+    yield from subgraphs(graph.node)
 
 
 def lossops_nodes(model: ModelProto) -> Iterator[tuple[GraphProto, NodeProto]]:
@@ -48,14 +45,6 @@ def default_opset(model: ModelProto) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def _calls(nodes) -> Iterator[NodeProto]:
-    for node in nodes:
-        yield node
-        for a in node.attribute:
-            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                yield from _calls(g.node)
-
-
 def inline_lossops_callers(model: ModelProto) -> ModelProto:
     """`model` with every user function that (maybe through other functions) calls a lossops node inlined,
     and without lossops FunctionProtos: each lossops node then sits in a graph where its input types are
@@ -68,7 +57,7 @@ def inline_lossops_callers(model: ModelProto) -> ModelProto:
         for f in users:
             key = (f.domain, f.name)
             if key not in callers and any(n.domain == DOMAIN or (n.domain, n.op_type) in callers
-                                          for n in _calls(f.node)):
+                                          for n in nodes_within(f.node)):
                 callers.add(key)
                 grew = True
     out = ModelProto()

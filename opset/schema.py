@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import onnx
-from onnx import AttributeProto, TypeProto, defs, helper
+from onnx import AttributeProto, defs, helper
 
 from . import shapes
 from .spec import TENSOR_TYPES, OpDef
 from .versions import DOMAIN, VERSION
-
-
-def _shape_of(t: TypeProto) -> shapes.Shape:
-    if not t.tensor_type.HasField("shape"):
-        return None
-    dims = t.tensor_type.shape.dim
-    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in dims)
 
 
 def _attribute_value(a: AttributeProto) -> object:
@@ -37,7 +30,7 @@ def _inference_function(op: OpDef):
             t = ctx.get_input_type(i)
             if t is None or not t.HasField("tensor_type"):
                 continue
-            found[formal.name] = _shape_of(t)
+            found[formal.name] = shapes.of_type(t)
             elem_type = elem_type or t.tensor_type.elem_type
         missing = [f.name for f in op.inputs if not f.optional and f.name not in found]
         if missing:  # types not known yet (e.g. inside an untyped function body): nothing to infer

@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import string
 
+from onnx import TypeProto
+
 from .spec import BROADCAST, EXACT, FITS, OpDef
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
+
+
+def of_type(t: TypeProto) -> Shape:
+    """The shape a tensor type declares, in this module's terms."""
+    if not t.tensor_type.HasField("shape"):
+        return None
+    return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim)
 
 # What a broken rule says, after "<operator>: ", here and in the kernels' engine (which writes the same
 # templates in compiled code, its fields in this order): static and run-time errors read the same.

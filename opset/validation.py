@@ -10,9 +10,9 @@ names the operator, the node and what was expected. Every entry point calls it: 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from onnx import AttributeProto, ModelProto, NodeProto, helper
+from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, helper
 
 from .registry import OPS
 from .versions import DOMAIN, VERSION
@@ -59,17 +59,27 @@ def node_problems(node: NodeProto) -> list[str]:
     return found
 
 
+def subgraphs(nodes: Iterable[NodeProto]) -> Iterator[GraphProto]:
+    """Every graph nested in these nodes' attributes (If branches, Loop and Scan bodies), at any depth."""
+    for node in nodes:
+        for a in node.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                yield g
+                yield from subgraphs(g.node)
+
+
+def nodes_within(nodes: Iterable[NodeProto]) -> Iterator[NodeProto]:
+    """These nodes and every node of their subgraphs."""
+    nodes = list(nodes)
+    yield from nodes
+    for g in subgraphs(nodes):
+        yield from g.node
+
+
 def _nodes(model: ModelProto) -> Iterator[NodeProto]:
     """Every node of the model: main graph, subgraphs and model-local functions."""
-    stack = [list(model.graph.node), *(list(f.node) for f in model.functions)]
-    while stack:
-        for node in stack.pop():
-            yield node
-            for a in node.attribute:
-                if a.type == AttributeProto.GRAPH:
-                    stack.append(list(a.g.node))
-                elif a.type == AttributeProto.GRAPHS:
-                    stack.extend(list(g.node) for g in a.graphs)
+    for body in [model.graph.node, *(f.node for f in model.functions)]:
+        yield from nodes_within(body)
 
 
 def import_problems(model: ModelProto) -> list[str]:
