@@ -1,9 +1,10 @@
 """ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
 lower`: standard ops only; none of them expands model-local functions): OpenVINO, tract and TVM, each an
 optional extra; onnx2torch and onnx2pytorch (installed by hand: they need a torchvision built for the installed
-torch); onnxruntime-node and onnxruntime-web (npm's packages, run by Node.js; web as WebAssembly); and onnx's
-version converter to opsets 13, 17, 18, 22 and 23 (run on onnxruntime). Their known limits are declared here,
-once, with the reason, and the runner reports the cases they cover as skipped, never as passed.
+torch); onnxruntime-node and onnxruntime-web (npm's packages, run by Node.js; web as WebAssembly); and tools
+that rewrite models, then onnxruntime: onnxoptimizer and onnxsim (optional extras) and onnx's version
+converter to opsets 13, 17, 18, 22 and 23. Their known limits are declared here, once, with the reason, and
+the runner reports the cases they cover as skipped, never as passed.
 """
 
 from __future__ import annotations
@@ -201,23 +202,46 @@ class _NodeRunner:
 _ORT_NODE, _ORT_WEB = _NodeRunner("onnxruntime-node"), _NodeRunner("onnxruntime-web")
 
 
-def _converted(version: int) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
-    """onnx's version converter to `version`, then onnxruntime: what a user upgrading the portable form gets."""
+def _then_onnxruntime(transform: Callable[[ModelProto], ModelProto]) -> Callable[[ModelProto, list[np.ndarray]],
+                                                                                  np.ndarray]:
+    """A tool that rewrites ONNX models (onnx's version converter, onnxoptimizer, onnxsim), then onnxruntime: what
+    a user who passes the portable form through the tool gets."""
 
     def run(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
         import onnxruntime
-        from onnx import version_converter
 
         from ..opset.versions import IR_VERSION
         from ..ort_ext.session import run_with_bfloat16
 
-        converted = version_converter.convert_version(model, version)
-        converted.ir_version = min(converted.ir_version, IR_VERSION)
-        session = onnxruntime.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
-        feeds = {v.name: a for v, a in zip(converted.graph.input, inputs, strict=True)}
+        rewritten = transform(model)
+        rewritten.ir_version = min(rewritten.ir_version, IR_VERSION)
+        session = onnxruntime.InferenceSession(rewritten.SerializeToString(), providers=["CPUExecutionProvider"])
+        feeds = {v.name: a for v, a in zip(rewritten.graph.input, inputs, strict=True)}
         return run_with_bfloat16(session, None, feeds)[0]
 
     return run
+
+
+def _version_converted(version: int) -> Callable[[ModelProto], ModelProto]:
+    def convert(model: ModelProto) -> ModelProto:
+        from onnx import version_converter
+
+        return version_converter.convert_version(model, version)
+
+    return convert
+
+
+def _optimized(model: ModelProto) -> ModelProto:
+    import onnxoptimizer
+
+    return onnxoptimizer.optimize(model)
+
+
+def _simplified(model: ModelProto) -> ModelProto:
+    import onnxsim
+
+    simplified, _ = onnxsim.simplify(model)
+    return simplified
 
 
 def _named(*fragments: str) -> Callable[[str, str], bool]:
@@ -262,7 +286,9 @@ CONSUMERS: dict[str, Consumer] = {
     "onnxruntime-web": Consumer("json", "", _ORT_WEB, (
         Limit(_dtype("bfloat16"), "onnxruntime-web takes no bfloat16 tensors"),
     ), _ORT_WEB.missing),
-    **{f"opset{v}": Consumer("onnx", "", _converted(v), ()) for v in (13, 17, 18, 22, 23)},
+    "onnxoptimizer": Consumer("onnxoptimizer", "onnxoptimizer", _then_onnxruntime(_optimized), ()),
+    "onnxsim": Consumer("onnxsim", "onnxsim", _then_onnxruntime(_simplified), ()),
+    **{f"opset{v}": Consumer("onnx", "", _then_onnxruntime(_version_converted(v)), ()) for v in (13, 17, 18, 22, 23)},
 }
 
 

@@ -64,11 +64,11 @@ def test_every_backend_passes_the_suite(backend, capsys):
 
 @pytest.mark.parametrize("consumer", list(CONSUMERS))
 def test_other_consumers_pass_the_suite_but_their_declared_limits(consumer, capsys):
-    """OpenVINO, tract, TVM, onnxruntime-node/-web, onnx2torch, onnx2pytorch and onnx's version converter run the
-    portable form: every case passes but those a declared limit of the consumer covers, which are reported as
-    skipped with the reason. onnxruntime-node/-web are npm's, not pip's, and onnx2torch/onnx2pytorch need a
-    torchvision built for the installed torch: where one is missing the test says so and skips (CI installs
-    the npm packages)."""
+    """OpenVINO, tract, TVM, onnxruntime-node/-web, onnx2torch, onnx2pytorch, onnxoptimizer, onnxsim and onnx's
+    version converter run the portable form: every case passes but those a declared limit of the consumer
+    covers, which are reported as skipped with the reason. onnxruntime-node/-web are npm's, not pip's, and
+    onnx2torch/onnx2pytorch need a torchvision built for the installed torch: where one is missing the test
+    says so and skips (CI installs the npm packages)."""
     missing = CONSUMERS[consumer].missing() if CONSUMERS[consumer].missing else None
     if missing:
         pytest.skip(missing)
