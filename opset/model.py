@@ -117,6 +117,11 @@ def with_functions(model: ModelProto) -> ModelProto:
     an older model is converted to 13 with onnx's version converter first. The IR version becomes 10 (the
     first with `overload`)."""
     validate_nodes(model)
+    return attach_functions(model)
+
+
+def attach_functions(model: ModelProto) -> ModelProto:
+    """`with_functions` for a model whose lossops nodes were validated already (`validate`)."""
     out = at_least_floor(inline_lossops_callers(model))
     stamp(out)
     out.ir_version = IR_VERSION

@@ -15,7 +15,7 @@ from onnx import ModelProto, NodeProto, helper
 from .. import opset
 from ..converters.lowering import lower
 from ..opset import validation
-from ..opset.model import graphs, inline_lossops_callers, lossops_nodes, stamp, with_functions
+from ..opset.model import attach_functions, graphs, inline_lossops_callers, lossops_nodes, stamp
 from . import cann, host
 
 Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
@@ -57,7 +57,7 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     opset.validate(model)
     _validate_kernel_nodes(model)
     if mode == "decomposition" or not host.kernels_available():
-        return with_functions(model).SerializeToString()
+        return attach_functions(model).SerializeToString()  # validated above
     if mode != "kernels":
         raise ValueError(f"mode is {mode!r}; expected 'kernels' or 'decomposition'")
     if sess_options is None:
