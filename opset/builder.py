@@ -342,7 +342,8 @@ class Builder:
 
     def _after(self, value: str, shape: str, check: str, zero_axis: int) -> str:
         """`value`, reshaped to its own shape plus the extent of `check`'s axis `zero_axis` (always 0): it exists
-        only once the check ran and passed. (That extent rather than Size(check): tract folds it into the
-        Reshape's shape, and onnx2torch has no Size.)"""
-        zero = self.op("Gather", self.op("Shape", check), self.ints([zero_axis]))
+        only once the check ran and passed. That extent rather than Size(check): tract folds it into the
+        Reshape's shape, and onnx2torch has no Size. A scalar: onnxruntime 1.24 broadcasts the shape [] of a
+        rank-0 value and a [1] to [1] (measured with onnxruntime-cann)."""
+        zero = self.op("Gather", self.op("Shape", check), self.int_scalar(zero_axis))
         return self.op("Reshape", value, self.op("Add", shape, zero))
