@@ -95,7 +95,8 @@ def _tvm(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
 
     module = from_onnx(model, keep_params_in_input=False)
     machine = relax.VirtualMachine(tvm.compile(module, target="llvm"), tvm.cpu())
-    out = machine["main"](*(tvm.runtime.tensor(np.array(a, order="C")) for a in inputs))  # ascontiguousarray: rank >= 1
+    # np.array, not np.ascontiguousarray, which makes a rank-0 input rank 1
+    out = machine["main"](*(tvm.runtime.tensor(np.array(a, order="C")) for a in inputs))
     return (out[0] if isinstance(out, tvm.ir.Array) else out).numpy()
 
 
