@@ -24,6 +24,7 @@ def of_type(t: TypeProto) -> Shape:
         return None
     return tuple(d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in t.tensor_type.shape.dim)
 
+
 # What a broken rule says, after "<operator>: ", here and in the kernels' engine (which writes the same
 # templates in compiled code, its fields in this order): static and run-time errors read the same.
 NOT_EXACT = "input '{input}' has shape {shape}; expected exactly input's shape {full}"

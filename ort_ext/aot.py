@@ -65,20 +65,19 @@ def _object(ir_text: str, entry: str, exported: str, machine) -> tuple[bytes, se
     return machine.emit_object(module), undefined, undefined_data
 
 
-# libm functions whose default version is newer than the wheel's manylinux_2_17 baseline (glibc 2.29 gave pow a
-# new one): the library binds the baseline's version of each, through a hidden function of that name (LLVM
-# emits the call from an intrinsic at code generation, so the IR does not declare it).
-_BASELINE_LIBM = {"pow": "double pow(double x, double y)"}
+# pow's default version is newer than the wheel's manylinux_2_17 baseline (glibc 2.29 gave it a new one): the
+# library binds the baseline's version through a hidden function of that name (LLVM emits the call from an
+# intrinsic at code generation, so the IR does not declare it).
+_BASELINE_POW = ["double lossops_pow_2_2_5(double, double);",
+                 '__asm__(".symver lossops_pow_2_2_5, pow@GLIBC_2.2.5");',
+                 "HIDDEN double pow(double x, double y) { return lossops_pow_2_2_5(x, y); }"]
 
 
 def _stubs(functions: set[str], data: set[str], stamp: str) -> str:
     lines = ["/* lossops: numba's and CPython's symbols on the never-taken error paths of numba's wrappers. */",
              "#define HIDDEN __attribute__((visibility(\"hidden\")))"]
     lines += [f"HIDDEN long {name}(void) {{ return 0; }}" for name in sorted(functions)]
-    for name in sorted(_BASELINE_LIBM):
-        lines += [f"double lossops_{name}_2_2_5(double, double);",
-                  f'__asm__(".symver lossops_{name}_2_2_5, {name}@GLIBC_2.2.5");',
-                  f"HIDDEN {_BASELINE_LIBM[name]} {{ return lossops_{name}_2_2_5(x, y); }}"]
+    lines += _BASELINE_POW
     lines += [f"HIDDEN void *{name} = 0;" for name in sorted(data)]
     lines.append(f'__attribute__((visibility("default"))) const char *lossops_stamp = "{stamp}";')
     return "\n".join(lines) + "\n"
