@@ -1,19 +1,22 @@
 """The one translation table from PyTorch ops to ONNX for torch.onnx.export(dynamo=True), used by inference
 export (converters/torch.py) and training-step export (converters/training.py).
 
-Each lossops operator names its PyTorch counterparts in its record (`OpDef.torch`); a translation attaches
-to those names with `@translates`, and tests/test_registry.py fails when a name has none. The functions
-emit the lossops node itself: the exporter looks the schema up (registered by `opset.script_opset()`), and
-an @onnxscript.script function would be inlined and lose the node. Also here: aten ops that training
-graphs need and the exporter cannot translate (convolution_backward). Needs torch and onnxscript.
+Each lossops operator names its PyTorch counterparts in its record (`OpDef.torch`), and its translations are
+made from the record and PyTorch's own schema of each op: the op's tensor arguments are the node's inputs in
+order, its other arguments the node's attributes, by name. They emit the lossops node itself: the exporter
+looks the schema up (registered by `opset.script_opset()`), and an @onnxscript.script function would be
+inlined and lose the node. Written out here: aten ops that training graphs need and the exporter cannot
+translate (convolution_backward, batch norm in train mode). Needs torch and onnxscript.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Sequence
 
 from .. import opset
 from ..extras import require
+from ..opset.spec import OpDef
 from .aclnn import reduction_name
 
 torch = require("torch", "exporting from PyTorch")
@@ -23,8 +26,11 @@ from . import torch_ops  # noqa: E402, F401 - defines torch.ops.lossops.*, which
 
 lossops_op = opset.script_opset()
 
-# "namespace::name" -> the function the exporter calls for that op's default overload
-TRANSLATIONS: dict[str, Callable] = {}
+# "namespace::name" -> the function the exporter calls for that op's default overload: the ones written out
+WRITTEN: dict[str, Callable] = {}
+
+# what a non-tensor argument of a PyTorch schema is, as the exporter reads a translation's annotations
+_ARGUMENT_TYPES = {"int": int, "SymInt": int, "bool": bool, "float": float}
 
 
 def translates(*names: str) -> Callable[[Callable], Callable]:
@@ -32,61 +38,52 @@ def translates(*names: str) -> Callable[[Callable], Callable]:
 
     def register(function: Callable) -> Callable:
         for name in names:
-            TRANSLATIONS[name] = function
+            WRITTEN[name] = function
         return function
 
     return register
 
 
-@translates("aten::binary_cross_entropy")
-def binary_cross_entropy(input, target, weight=None, reduction: int = 1):
-    return lossops_op.BinaryCrossEntropy(input, target, weight,
-                                         reduction=reduction_name(reduction, "BinaryCrossEntropy"))
+def _overload(name: str):
+    namespace, op = name.split("::")
+    return getattr(getattr(torch.ops, namespace), op).default
 
 
-@translates("aten::binary_cross_entropy_backward")
-def binary_cross_entropy_backward(grad_output, input, target, weight=None, reduction: int = 1):
-    return lossops_op.BinaryCrossEntropyBackward(grad_output, input, target, weight,
-                                                 reduction=reduction_name(reduction, "BinaryCrossEntropyBackward"))
+def translation(op: OpDef, name: str) -> Callable:
+    """The translation of PyTorch op `name` ("namespace::name") into a node of `op`, with the op's own signature.
+    Raises ValueError when PyTorch has no such op or its arguments do not map onto the record."""
+    try:
+        schema = _overload(name)._schema
+    except (AttributeError, RuntimeError):
+        raise ValueError(f"{op.name}: PyTorch has no op {name} (a lossops:: op is defined in "
+                         "converters/torch_ops.py)") from None
+    parameters, annotations, tensors = [], {}, []
+    for arg in schema.arguments:
+        kind = inspect.Parameter.KEYWORD_ONLY if arg.kwarg_only else inspect.Parameter.POSITIONAL_OR_KEYWORD
+        default = arg.default_value if arg.has_default_value() else inspect.Parameter.empty
+        parameters.append(inspect.Parameter(arg.name, kind, default=default))
+        if "Tensor" in str(arg.type):
+            tensors.append(arg.name)
+        else:
+            annotations[arg.name] = _ARGUMENT_TYPES.get(str(arg.type))
+    attributes = [a for a in op.attributes if a.name in annotations]
+    if len(tensors) != len(op.inputs) or len(attributes) != len(annotations) or None in annotations.values():
+        raise ValueError(f"{op.name}: the arguments of {schema} do not map onto its inputs "
+                         f"{[i.name for i in op.inputs]} and attributes {[a.name for a in op.attributes]}")
+    signature = inspect.Signature(parameters)
 
+    def translate(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        values = bound.arguments
+        attrs = {a.name: reduction_name(values[a.name], op.name) if a.name == "reduction" else a.kind(values[a.name])
+                 for a in attributes}
+        return getattr(lossops_op, op.name)(*(values[t] for t in tensors), **attrs)
 
-@translates("aten::binary_cross_entropy_with_logits", "lossops::binary_cross_entropy_with_logits")
-def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None, reduction: int = 1):
-    return lossops_op.BinaryCrossEntropyWithLogits(
-        input, target, weight, pos_weight, reduction=reduction_name(reduction, "BinaryCrossEntropyWithLogits"))
-
-
-@translates("lossops::binary_cross_entropy_with_logits_backward")
-def binary_cross_entropy_with_logits_backward(grad_output, input, target, weight=None, pos_weight=None,
-                                              reduction: int = 1):
-    return lossops_op.BinaryCrossEntropyWithLogitsBackward(
-        grad_output, input, target, weight, pos_weight,
-        reduction=reduction_name(reduction, "BinaryCrossEntropyWithLogitsBackward"))
-
-
-@translates("aten::kl_div", "lossops::kl_div")
-def kl_div(input, target, reduction: int = 1, log_target: bool = False):
-    return lossops_op.KlDiv(input, target, reduction=reduction_name(reduction, "KlDiv"), log_target=int(log_target))
-
-
-@translates("lossops::kl_div_backward")
-def kl_div_backward(grad_output, input, target, reduction: int = 1, log_target: bool = False):
-    return lossops_op.KlDivBackward(grad_output, input, target, reduction=reduction_name(reduction, "KlDivBackward"),
-                                    log_target=int(log_target))
-
-
-@translates("lossops::sigmoid_focal_loss")
-def sigmoid_focal_loss(input, target, weight=None, reduction: int = 1, alpha: float = 0.25, gamma: float = 2.0):
-    return lossops_op.SigmoidFocalLoss(input, target, weight, reduction=reduction_name(reduction, "SigmoidFocalLoss"),
-                                       alpha=float(alpha), gamma=float(gamma))
-
-
-@translates("lossops::sigmoid_focal_loss_backward")
-def sigmoid_focal_loss_backward(grad_output, input, target, weight=None, reduction: int = 1, alpha: float = 0.25,
-                                gamma: float = 2.0):
-    return lossops_op.SigmoidFocalLossGrad(grad_output, input, target, weight,
-                                           reduction=reduction_name(reduction, "SigmoidFocalLossGrad"),
-                                           alpha=float(alpha), gamma=float(gamma))
+    translate.__signature__ = signature
+    translate.__annotations__ = annotations
+    translate.__name__ = translate.__qualname__ = name.replace("::", "_")
+    return translate
 
 
 @translates("aten::convolution_backward")
@@ -158,9 +155,7 @@ def batch_norm_functional(input, weight, bias, running_mean, running_var, traini
 
 
 def translation_table() -> dict:
-    """{torch OpOverload: translation} for torch.onnx.export's custom_translation_table."""
-    table = {}
-    for name, function in TRANSLATIONS.items():
-        namespace, op = name.split("::")
-        table[getattr(getattr(torch.ops, namespace), op).default] = function
-    return table
+    """{torch OpOverload: translation} for torch.onnx.export's custom_translation_table: every operator's
+    PyTorch ops, and the ones written out."""
+    table = {_overload(name): translation(op, name) for op in opset.OPS.values() for name in op.torch}
+    return table | {_overload(name): function for name, function in WRITTEN.items()}

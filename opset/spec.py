@@ -130,8 +130,9 @@ class OpDef:
 
     `output_shape` is "full" (F) or "input" (S: the gradient of `input`, summed back over broadcast axes);
     with `reduces`, a reduction other than none makes the output a scalar (a loss). `decompose(builder,
-    *input names)` emits the standard-op formulation. `torch` names the PyTorch operators whose arguments
-    are this operator's inputs in order, then the reduction code (and log_target): the exporters map them.
+    *input names)` emits the standard-op formulation. `torch` names the PyTorch operators whose tensor
+    arguments are this operator's inputs in order and whose other arguments are its attributes by name (the
+    reduction as aten's code): the export translations are made from them.
     """
 
     name: str

@@ -311,3 +311,47 @@ def test_the_portable_form_avoids_what_other_consumers_reject():
 def _is_zero(model: onnx.ModelProto, name: str) -> bool:
     node = next(n for n in model.graph.node if n.op_type == "Constant" and n.output[0] == name)
     return bool(np.all(onnx.numpy_helper.to_array(node.attribute[0].t) == 0))
+
+
+TORCH_NAMES = [(op.name, name) for op in opset.OPS.values() for name in op.torch]
+
+
+@pytest.mark.parametrize(("op", "name"), TORCH_NAMES)
+def test_every_pytorch_op_of_the_records_exports_as_its_node(op, name):
+    """The translations are made from the records and PyTorch's schemas: each PyTorch op an operator names
+    exports as that operator's node, every tensor in its place and every other argument (given values other
+    than its default) as the attribute of its name, and the model computes what the PyTorch op computes."""
+    record = opset.OPS[op]
+    namespace, short = name.split("::")
+    overload = getattr(getattr(torch.ops, namespace), short).default
+    g = torch.Generator().manual_seed(len(name))
+    args, kwargs, attrs = [], {}, {}
+    for arg in overload._schema.arguments:
+        if "Tensor" in str(arg.type):  # every tensor given, each different: a swapped weight/pos_weight shows
+            value = torch.rand(4, 3, generator=g, dtype=torch.float64) * 0.9 + 0.05
+            if arg.name == "grad_output":
+                value = value[0, 0]  # a reduced loss's gradient
+        elif arg.name == "reduction":
+            value, attrs["reduction"] = 2, "sum"
+        else:
+            attribute = record.attribute(arg.name)
+            other = next(v for v in attribute.values if v != attribute.default)
+            value = bool(other) if str(arg.type) == "bool" else other
+            attrs[arg.name] = other
+        (kwargs.__setitem__(arg.name, value) if arg.kwarg_only else args.append(value))
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+
+    class Module(torch.nn.Module):
+        def forward(self, *inputs):
+            it = iter(inputs)
+            return overload(*(next(it) if isinstance(a, torch.Tensor) else a for a in args), **kwargs)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = export(Module(), tuple(tensors))
+    nodes = [n for n in model.graph.node if n.domain == opset.DOMAIN]
+    assert [n.op_type for n in nodes] == [op]
+    got = {a.name: onnx.helper.get_attribute_value(a) for a in nodes[0].attribute}
+    assert {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()} == pytest.approx(attrs)
+    assert len(nodes[0].input) == len(record.inputs)
+    np.testing.assert_allclose(_run(model, tensors), Module()(*tensors).numpy(), rtol=1e-12, atol=1e-14)

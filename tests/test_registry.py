@@ -2,16 +2,18 @@
 (PyTorch oracle, cases in all four dtypes, the bench's eager baseline), its aten names with their export
 translations, and its aclnn API or its place in the gradient table. Adding an operator means adding its three
 modules, found by the operator's name (opset/<operator>.py, ort_ext/kernels/<operator>.py,
-conformance/ops/<operator>.py), and its translations; the walkthrough below does it with a dummy."""
+conformance/ops/<operator>.py), and a PyTorch op where aten has none; the walkthrough below does it with a
+dummy."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from lossops import opset
 from lossops.conformance import ops
 from lossops.conformance.cases import node_specs
-from lossops.converters.aten import TRANSLATIONS
+from lossops.converters.aten import translation
 from lossops.ort_ext.kernels.registry import KERNELS
 
 
@@ -30,8 +32,11 @@ def missing_layers(name: str, specs=None) -> list[str]:
         missing.append("conformance cases (conformance/ops/<operator>.py, specs returns none)")
     if not op.torch:
         missing.append("aten names (OpDef.torch)")
-    missing += [f"export translation of {t} (converters/aten.py, @translates)" for t in op.torch
-                if t not in TRANSLATIONS]
+    for torch_name in op.torch:
+        try:
+            translation(op, torch_name)
+        except ValueError:
+            missing.append(f"PyTorch op {torch_name} (converters/torch_ops.py, torch.library.custom_op)")
     backward_of = {o.gradient.backward for o in opset.OPS.values() if o.gradient}
     if op.aclnn is None and op.gradient is None and name not in backward_of:
         missing.append("aclnn API or a place in the gradient table (OpDef)")
@@ -49,9 +54,10 @@ def test_every_operator_has_every_layer(name):
 def test_adding_an_operator_walkthrough(monkeypatch):
     """Adding an operator, walked through with a dummy one (a copy of KlDiv's record under a new name): the
     record alone is caught with every layer it lacks, and each addition removes one, until none is missing.
-    The files a new operator touches: its three modules (record, tile, conformance module) and the
-    translation; its schema, shape inference, decomposition, validation, docs, aclnn mapping, CLI choices and
-    onnx.reference op come from the record, and every registry finds the modules by the operator's name."""
+    The files a new operator touches: its three modules (record, tile, conformance module) and, where aten has
+    no op for it, a PyTorch op; its schema, shape inference, decomposition, validation, docs, aclnn mapping,
+    export translation, CLI choices and onnx.reference op come from the record, and every registry finds the
+    modules by the operator's name."""
     import dataclasses
     import sys
     import types
@@ -67,7 +73,7 @@ def test_adding_an_operator_walkthrough(monkeypatch):
         "PyTorch oracle (conformance/ops/<operator>.py, oracle)",
         "conformance cases (conformance/ops/<operator>.py, specs)",
         "bench baseline (conformance/ops/<operator>.py, eager)",
-        "export translation of lossops::dummy_loss (converters/aten.py, @translates)",
+        "PyTorch op lossops::dummy_loss (converters/torch_ops.py, torch.library.custom_op)",
         "aclnn API or a place in the gradient table (OpDef)",
     ]
     monkeypatch.setitem(KERNELS, "DummyLoss", KERNELS["KlDiv"])
@@ -77,9 +83,14 @@ def test_adding_an_operator_walkthrough(monkeypatch):
     cases.specs = lambda: [Spec("dummy", "DummyLoss", next(s for s in specs if s.op == "KlDiv").inputs)]
     monkeypatch.setitem(sys.modules, cases.__name__, cases)
     specs = [*specs, *cases.specs()]
-    monkeypatch.setitem(TRANSLATIONS, "lossops::dummy_loss", TRANSLATIONS["lossops::kl_div"])
+    if not hasattr(torch.ops.lossops, "dummy_loss"):  # a PyTorch op stays defined for the process
+        torch.library.custom_op("lossops::dummy_loss", mutates_args=())(_dummy_loss)
     monkeypatch.setitem(opset.OPS, "DummyLoss", dataclasses.replace(dummy, gradient=kl.gradient))  # KlDivBackward
     assert missing_layers("DummyLoss", specs) == []
+
+
+def _dummy_loss(input: torch.Tensor, target: torch.Tensor, reduction: int, log_target: bool) -> torch.Tensor:
+    return torch.nn.functional.kl_div(input, target, reduction=opset.spec.REDUCTIONS[reduction], log_target=log_target)
 
 
 def test_a_kernel_with_more_parameters_than_the_plan_carries_is_refused(monkeypatch):
