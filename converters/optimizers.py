@@ -13,8 +13,9 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-from onnx import GraphProto, TensorProto, helper, numpy_helper
+from onnx import TensorProto
+
+from ..opset.builder import Nodes
 
 LR, STEP = "lr", "step"  # the step graph's run-time scalars: learning rate, steps taken before this one
 
@@ -27,35 +28,6 @@ def new_name(name: str) -> str:
 def slot_name(param: str, slot: str) -> str:
     """The state entry of optimizer slot `slot` (torch.optim's name, e.g. exp_avg) for parameter `param`."""
     return f"{param}/{slot}"
-
-
-class Graph:
-    """Appends nodes with fresh names to a GraphProto; constants are initializers."""
-
-    def __init__(self, graph: GraphProto, prefix: str = "optim"):
-        self.graph, self.prefix, self.count = graph, prefix, 0
-        self.constants: dict[tuple, str] = {}
-
-    def fresh(self, hint: str) -> str:
-        self.count += 1
-        return f"{self.prefix}/{hint}_{self.count}"
-
-    def op(self, op_type: str, *inputs: str, hint: str = "", **attributes) -> str:
-        out = self.fresh(hint or op_type.lower())
-        self.graph.node.append(helper.make_node(op_type, list(inputs), [out], name=out, **attributes))
-        return out
-
-    def const(self, value: float, elem: int) -> str:
-        key = (float(value), elem)
-        if key not in self.constants:
-            name = self.fresh("const")
-            array = np.array(value, dtype=helper.tensor_dtype_to_np_dtype(elem))
-            self.graph.initializer.append(numpy_helper.from_array(array, name))
-            self.constants[key] = name
-        return self.constants[key]
-
-    def cast(self, name: str, elem: int) -> str:
-        return self.op("Cast", name, to=elem)
 
 
 @dataclass(frozen=True)
@@ -77,7 +49,7 @@ class SGD:
         """Per-parameter state, named as torch.optim's state dict names it."""
         return ("momentum_buffer",) if self.momentum else ()
 
-    def update(self, g: Graph, param: str, grad: str, state: dict[str, str], elem: int, first: str,
+    def update(self, g: Nodes, param: str, grad: str, state: dict[str, str], elem: int, first: str,
                lr: str, step: str) -> tuple[str, dict[str, str]]:
         """(new parameter, new state) for one parameter. `first` is true on the first step (bool scalar);
         `lr` is the learning rate in float64, `step` the new step count in float64."""
@@ -93,7 +65,7 @@ class SGD:
             buf = g.op("Where", first, d, later, hint="momentum_buffer") if self.dampening else later
             new_state["momentum_buffer"] = buf
             d = g.op("Add", d, g.op("Mul", buf, g.const(self.momentum, elem))) if self.nesterov else buf
-        return g.op("Sub", param, g.op("Mul", d, g.cast(lr, elem))), new_state
+        return g.op("Sub", param, g.op("Mul", d, g.op("Cast", lr, to=elem))), new_state
 
     def torch(self, params, lr: float | None = None):
         import torch
@@ -117,13 +89,13 @@ class Adam:
     def slots(self) -> tuple[str, ...]:
         return ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if self.amsgrad else ())
 
-    def update(self, g: Graph, param: str, grad: str, state: dict[str, str], elem: int, first: str,
+    def update(self, g: Nodes, param: str, grad: str, state: dict[str, str], elem: int, first: str,
                lr: str, step: str) -> tuple[str, dict[str, str]]:
         beta1, beta2 = self.betas
         double = TensorProto.DOUBLE
         if self.weight_decay and self.decoupled:
             keep = g.op("Sub", g.const(1.0, double), g.op("Mul", lr, g.const(self.weight_decay, double)))
-            param = g.op("Mul", param, g.cast(keep, elem))
+            param = g.op("Mul", param, g.op("Cast", keep, to=elem))
         elif self.weight_decay:
             grad = g.op("Add", grad, g.op("Mul", param, g.const(self.weight_decay, elem)))
         m, v = state["exp_avg"], state["exp_avg_sq"]
@@ -136,8 +108,9 @@ class Adam:
             v = new_state["max_exp_avg_sq"] = g.op("Max", state["max_exp_avg_sq"], v, hint="max_exp_avg_sq")
         correction1 = g.op("Sub", g.const(1.0, double), g.op("Pow", g.const(beta1, double), step))
         correction2_sqrt = g.op("Sqrt", g.op("Sub", g.const(1.0, double), g.op("Pow", g.const(beta2, double), step)))
-        step_size = g.cast(g.op("Div", lr, correction1), elem)
-        denom = g.op("Add", g.op("Div", g.op("Sqrt", v), g.cast(correction2_sqrt, elem)), g.const(self.eps, elem))
+        step_size = g.op("Cast", g.op("Div", lr, correction1), to=elem)
+        denom = g.op("Add", g.op("Div", g.op("Sqrt", v), g.op("Cast", correction2_sqrt, to=elem)),
+                     g.const(self.eps, elem))
         return g.op("Sub", param, g.op("Mul", g.op("Div", m, denom), step_size)), new_state
 
     def torch(self, params, lr: float | None = None):
@@ -159,16 +132,16 @@ class AdamW(Adam):
 Optimizer = SGD | Adam
 
 
-def clip_by_global_norm(g: Graph, grads: list[str], elems: list[int], max_norm: float) -> list[str]:
+def clip_by_global_norm(g: Nodes, grads: list[str], elems: list[int], max_norm: float) -> list[str]:
     """torch.nn.utils.clip_grad_norm_(max_norm): scale every gradient by min(1, max_norm / (norm + 1e-6)),
     the norm taken over all gradients together (computed in float64)."""
     double = TensorProto.DOUBLE
-    squares = [g.op("ReduceSumSquare", g.cast(grad, double), keepdims=0) for grad in grads]
+    squares = [g.op("ReduceSumSquare", g.op("Cast", grad, to=double), keepdims=0) for grad in grads]
     total = squares[0] if len(squares) == 1 else g.op("Sum", *squares)
     norm = g.op("Sqrt", total, hint="grad_norm")
     coef = g.op("Min", g.op("Div", g.const(max_norm, double), g.op("Add", norm, g.const(1e-6, double))),
                 g.const(1.0, double), hint="clip_coef")
-    return [g.op("Mul", grad, g.cast(coef, elem)) for grad, elem in zip(grads, elems, strict=True)]
+    return [g.op("Mul", grad, g.op("Cast", coef, to=elem)) for grad, elem in zip(grads, elems, strict=True)]
 
 
 def describe(optimizer: Optimizer) -> dict:

@@ -18,7 +18,8 @@ from onnx import ModelProto, TensorProto, helper
 
 from .. import opset
 from ..extras import require
-from .optimizers import LR, SGD, STEP, Adam, AdamW, Graph, Optimizer, clip_by_global_norm, describe, new_name, slot_name
+from ..opset.builder import Nodes
+from .optimizers import LR, SGD, STEP, Adam, AdamW, Optimizer, clip_by_global_norm, describe, new_name, slot_name
 
 torch = require("torch", "training-step export", extra="train")
 from .aten import translation_table  # noqa: E402
@@ -118,7 +119,7 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
                helper.make_tensor_value_info(STEP, TensorProto.INT64, [])]
     types = {v.name: v.type for v in [*graph.input, *graph.output, *scalars]}  # outputs: the loss's own type
     elems = {n: t.tensor_type.elem_type for n, t in types.items()}
-    g = Graph(graph)
+    g = Nodes("optim/", graph.node, graph.initializer)
     data_inputs = list(graph.input)[len(params) + len(buffers):]
     del graph.input[len(params) + len(buffers):]
     del graph.output[:]
@@ -129,7 +130,7 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
 
     output(loss, "loss", like=loss)
     new_step = g.op("Add", STEP, g.const(1, TensorProto.INT64))
-    step_double = g.cast(new_step, TensorProto.DOUBLE)
+    step_double = g.op("Cast", new_step, to=TensorProto.DOUBLE)
     first = g.op("Equal", STEP, g.const(0, TensorProto.INT64), hint="first_step")
     trained = [p for p in params if p in grads]
     grad_values = [grads[p] for p in trained]

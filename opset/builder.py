@@ -50,46 +50,37 @@ class Static:
         return shape if shape is not None and all(isinstance(d, int) for d in shape) else None
 
 
-class Builder:
-    """Collects the nodes of one specialisation, computing in `compute` (a TensorProto element type)."""
+class Nodes:
+    """Appends standard nodes with fresh names (`prefix`, a hint, a count) to `nodes`; scalar and int64 vector
+    constants are made once per value and type, as Constant nodes or, where `initializers` is given, there."""
 
-    def __init__(self, op: OpDef, attrs: dict, elem_type: int, prefix: str, static: Static | None = None):
-        self.opdef = op
-        self.attrs = attrs
-        self.elem_type = elem_type
-        self.compute = compute_type(elem_type)
+    def __init__(self, prefix: str, nodes: list[NodeProto] | None = None,
+                 initializers: list[TensorProto] | None = None):
         self.prefix = prefix
-        self.static = static or Static()
-        self.nodes: list[NodeProto] = []
+        self.nodes = [] if nodes is None else nodes
+        self.initializers = initializers
         self._counter = 0
         self._consts: dict[tuple, str] = {}
-        self._full: str | None = None  # F as an int64 [rank] (see `full`)
-        self._f0: str | None = None  # an empty tensor of shape (*F, 0), once `checked` guarded the inputs
-        self._names: list[str] = []  # the inputs `checked` was given
-        self._static_full: tuple[int, ...] | None = None  # F, where every shape is static
-
-    # --- nodes and constants ---
 
     def fresh(self, hint: str) -> str:
         self._counter += 1
         return f"{self.prefix}{hint}_{self._counter}"
 
-    def op(self, op_type: str, *inputs: str, name: str | None = None, **attrs) -> str:
-        out = self.fresh(op_type.lower())
+    def op(self, op_type: str, *inputs: str, name: str | None = None, hint: str = "", **attrs) -> str:
+        out = self.fresh(hint or op_type.lower())
         self.nodes.append(helper.make_node(op_type, list(inputs), [out], name=name, **attrs))
         return out
 
     def _constant(self, tensor: TensorProto) -> str:
         tensor.name = self.fresh("const")
-        if self.static.initializers is not None:
-            self.static.initializers.append(tensor)
+        if self.initializers is not None:
+            self.initializers.append(tensor)
         else:
             self.nodes.append(helper.make_node("Constant", [], [tensor.name], value=tensor))
         return tensor.name
 
-    def const(self, value: float, elem_type: int | None = None) -> str:
-        """A scalar constant in the compute type (or `elem_type`), one per value and type."""
-        elem_type = elem_type or self.compute
+    def const(self, value: float, elem_type: int) -> str:
+        """A scalar constant of `elem_type`."""
         key = (value, elem_type)
         if key not in self._consts:
             self._consts[key] = self._constant(helper.make_tensor("c", elem_type, [], [value]))
@@ -100,6 +91,28 @@ class Builder:
         if key not in self._consts:
             self._consts[key] = self._constant(helper.make_tensor("c", TensorProto.INT64, [len(values)], values))
         return self._consts[key]
+
+
+class Builder(Nodes):
+    """Collects the nodes of one specialisation, computing in `compute` (a TensorProto element type)."""
+
+    def __init__(self, op: OpDef, attrs: dict, elem_type: int, prefix: str, static: Static | None = None):
+        self.opdef = op
+        self.attrs = attrs
+        self.elem_type = elem_type
+        self.compute = compute_type(elem_type)
+        self.static = static or Static()
+        super().__init__(prefix, initializers=self.static.initializers)
+        self._full: str | None = None  # F as an int64 [rank] (see `full`)
+        self._f0: str | None = None  # an empty tensor of shape (*F, 0), once `checked` guarded the inputs
+        self._names: list[str] = []  # the inputs `checked` was given
+        self._static_full: tuple[int, ...] | None = None  # F, where every shape is static
+
+    # --- constants ---
+
+    def const(self, value: float, elem_type: int | None = None) -> str:
+        """A scalar constant in the compute type (or `elem_type`), one per value and type."""
+        return super().const(value, elem_type or self.compute)
 
     def int_scalar(self, value: int) -> str:
         return self.const(value, TensorProto.INT64)
