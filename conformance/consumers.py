@@ -1,10 +1,11 @@
 """ONNX consumers that nobody on this project wrote, held to the suite through the portable form (`lossops
 lower`: standard ops only; none of them expands model-local functions): OpenVINO, tract and TVM, each an
 optional extra; onnx2torch and onnx2pytorch (installed by hand: they need a torchvision built for the installed
-torch); onnxruntime-node and onnxruntime-web (npm's packages, run by Node.js; web as WebAssembly); and tools
-that rewrite models, then onnxruntime: onnxoptimizer and onnxsim (optional extras) and onnx's version
-converter to opsets 13, 17, 18, 22 and 23. Their known limits are declared here, once, with the reason, and
-the runner reports the cases they cover as skipped, never as passed.
+torch); onnx2tf (installed by hand, in an environment of its own); onnxruntime-node and onnxruntime-web (npm's
+packages, run by Node.js; web as WebAssembly); and tools that rewrite models, then onnxruntime: onnxoptimizer
+and onnxsim (optional extras) and onnx's version converter to opsets 13, 17, 18, 22 and 23. Their known limits
+are declared here, once, with the reason, and the runner reports the cases they cover as skipped, never as
+passed.
 """
 
 from __future__ import annotations
@@ -150,6 +151,29 @@ def _onnx2pytorch(model: ModelProto) -> object:
     return ConvertModel(model)
 
 
+def _onnx2tf(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    """onnx2tf's conversion to a Keras model, the Keras model then run. Not through onnxsim, which onnx2tf runs
+    first by default: the model as lossops writes it (onnxsim's rewrite makes onnx2tf drop the Casts to
+    float16, so float16 graphs return float32)."""
+    import onnx2tf
+
+    with tempfile.TemporaryDirectory() as directory:
+        converted = onnx2tf.convert(
+            onnx_graph=model, output_folder_path=directory, non_verbose=True, disable_model_save=True,
+            not_use_onnxsim=True, keep_shape_absolutely_input_names=[v.name for v in model.graph.input])
+    out = converted([np.array(a) for a in inputs])  # inputs as they are: no NCHW -> NHWC (keep_shape_absolutely)
+    return np.array(out[0] if isinstance(out, list | tuple) else out)
+
+
+def _onnx2tf_missing() -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("onnx2tf") is None:
+        return ("onnx2tf is not installed: it pins TensorFlow, numpy, onnx and onnxruntime, so give it an environment "
+                "of its own (pip install onnx2tf tensorflow-cpu tf-keras onnx-graphsurgeon sng4onnx, then lossops)")
+    return None
+
+
 _NODE_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.float16): "float16"}
 
 
@@ -281,6 +305,23 @@ CONSUMERS: dict[str, Consumer] = {
     ), _torch_converter_missing("onnx2torch")),
     "onnx2pytorch": Consumer("onnx2pytorch", "", _torch_converted(_onnx2pytorch), (),
                              _torch_converter_missing("onnx2pytorch")),
+    "onnx2tf": Consumer("onnx2tf", "", _onnx2tf, (
+        Limit(_dtype("bfloat16"), "onnx2tf converts no bfloat16 (its Cast has no bfloat16 type)"),
+        Limit(_named("kl_div_backward_rank3_sum", "kl_div_backward_rank3_mean", "kl_div_backward_rank3_batchmean",
+                     "kl_div_backward_rank4_", "kl_div_backward_rank6_", "kl_div_backward_rank8_"),
+              "onnx2tf moves the channel axis of rank >= 3 tensors last, and then broadcasts an operand of lower rank "
+              "(KL's target, expanded to the input's shape) against the wrong axes"),
+        Limit(lambda case, dtype: case.endswith("_symbolic") and any(f in case for f in (
+            "target_row_none", "weight_class_mean", "both_none", "pos_weight_mean", "sum_back_3x0_by_4x3x0",
+            "input_batch1_sum", "rank3_batchmean", "target_batch1_none")),
+              "onnx2tf computes a Shape as int32 and concatenates it with int64 (the run-time checks of symbolic "
+              "dims): TensorFlow's ConcatV2 takes one type"),
+        Limit(_named("between_casts"), "onnx2tf drops a Cast from float32 to float16 (it keeps TensorFlow Lite "
+                                       "free of Flex ops), so the float16 rounding the graph asks for does not happen"),
+        Limit(_named("sigmoid_to_bce_backward_float64"),
+              "TensorFlow's float64 Sigmoid (the graph's own node) rounds up to 2 ulps away from onnxruntime's, and "
+              "the BCE gradient after it (a division by p (1 - p)) magnifies that to 62 ulps"),
+    ), _onnx2tf_missing),
     "onnxruntime-node": Consumer("json", "", _ORT_NODE, (
         Limit(_dtype("bfloat16"), "onnxruntime-node takes no bfloat16 tensors"),
     ), _ORT_NODE.missing),
@@ -304,12 +345,23 @@ def unavailable(name: str) -> str | None:
     return None
 
 
-def runner(name: str) -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
-    """The conformance backend for consumer `name`: the model lowered to its portable form, then run."""
+def _form(name: str) -> Callable[[ModelProto], ModelProto]:
+    from .. import opset
+    from ..converters import lower
+
+    return {"portable": lambda m: lower(m)[0], "cann": lambda m: lower(m, for_provider="cann")[0],
+            "functions": opset.with_functions}[name]
+
+
+FORMS = ("portable", "cann", "functions")  # lower's output, lower --for cann's, and the lossops nodes with functions
+
+
+def runner(name: str, form: str = "portable") -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
+    """The conformance backend for consumer `name`: the model in `form` (one of FORMS; the backends of `lossops
+    conformance` take the portable form, the one for consumers), then run."""
+    make = _form(form)
 
     def run(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
-        from ..converters import lower
-
-        return CONSUMERS[name].run(lower(model)[0], inputs)
+        return CONSUMERS[name].run(make(model), inputs)
 
     return run

@@ -1,7 +1,7 @@
 """Lowering: every lossops node becomes its standard-op decomposition, specialised to the node, so the model
 imports no lossops domain and runs on any ONNX runtime (the portable form): the shapes the graph declares are
-folded in, shape guards stay only where dims are symbolic, and the default opset is the lowest its ops need.
-`for_provider="cann"` shapes it for the CANN provider's graph mode: constants as initializers, no guards."""
+folded in, shape guards stay only where dims are symbolic, constants are initializers, and the default opset
+is the lowest its ops need. `for_provider="cann"` shapes it for the CANN provider's graph mode: no guards."""
 
 from __future__ import annotations
 
@@ -64,16 +64,14 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
         elem_type = elem_type_of(node, types)
         count[0] += 1
         # what the graph says of the node's inputs: static shapes fold the shape computations and guards away
-        # (CANN's graph mode also wants constants as initializers and no guard nodes)
+        # (CANN's graph mode wants no guard nodes)
         cann = for_provider == "cann"
         static = Static({n: shapes.of_type(types[n]) for n in node.input if n in types},
-                        {i.name: i for i in g.initializer}, initializers=[] if cann else None, guards=not cann,
-                        portable=not cann)
+                        {i.name: i for i in g.initializer}, initializers=[], guards=not cann, portable=not cann)
         expanded = _live(opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static), node.output[0])
         g.node.extend(expanded)
-        if static.initializers is not None:  # constants that folding left unread are not kept (ORT warns)
-            read = {i for n in expanded for i in n.input}
-            g.initializer.extend(t for t in static.initializers if t.name in read)
+        read = {i for n in expanded for i in n.input}  # constants that folding left unread are not kept (ORT warns)
+        g.initializer.extend(t for t in static.initializers if t.name in read)
         report.append(f"lowered {node.op_type} '{node.name or node.output[0]}' "
                       f"({helper.tensor_dtype_to_np_dtype(elem_type)}) into {len(expanded)} standard nodes"
                       + (" for CANN" if for_provider else ""))
@@ -94,8 +92,9 @@ def lower(model: ModelProto, for_provider: str | None = None) -> tuple[ModelProt
     """(copy of `model` with every lossops node replaced by its decomposition specialised to the node, one line
     per node). Static shapes replace shape computations and guards, and the default opset is the lowest the
     nodes need (consumers and converters lag behind onnx's newest opsets; the CANN ONNX parser lists opsets up
-    to 18). `for_provider="cann"`: constants are initializers (graph mode claims no Constant node) and
-    symbolic shapes are not guarded (graph mode claims no Concat)."""
+    to 18). Constants are initializers (CANN's graph mode claims no Constant node; onnx2tf turns an Expand
+    whose shape comes from one into that shape). `for_provider="cann"`: symbolic shapes are not guarded (graph
+    mode claims no Concat)."""
     if for_provider not in PROVIDERS:
         raise ValueError(f"for_provider is {for_provider!r}; expected None or 'cann'")
     validate_nodes(model)

@@ -32,8 +32,9 @@ class Static:
     """What an expansion knows about the graph around the node (for lowering; function bodies know nothing).
 
     `shapes`: value name -> shape (dims int, or str/None where not static; None when even the rank is not).
-    With `initializers` set (providers such as CANN's graph mode, which claim no Constant node), constants
-    become initializers, and a constant input is converted here instead of by a Cast of initializers.
+    With `initializers` set (the lowered forms: CANN's graph mode claims no Constant node, and onnx2tf turns
+    an Expand whose shape comes from one into that shape), constants become initializers, and a constant input
+    is converted here instead of by a Cast of initializers.
     Without `guards` (CANN's graph mode, which claims no Concat), symbolic shapes are not checked at run time:
     the provider's own kernels reject shapes that do not broadcast."""
 

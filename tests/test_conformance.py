@@ -80,6 +80,25 @@ def test_other_consumers_pass_the_suite_but_their_declared_limits(consumer, caps
     assert skipped < total / 3  # the limits are limits, not the rule (float64 on OpenVINO is the largest)
 
 
+@pytest.mark.parametrize("form", ["cann", "functions"])
+@pytest.mark.parametrize("consumer", ["onnxsim", "onnxoptimizer"])
+def test_model_rewriting_tools_keep_every_form_running(consumer, form):
+    """onnxsim and onnxoptimizer, then onnxruntime, on the other forms lossops writes: the CANN form and the
+    lossops nodes with their functions (which the tools must carry through). Every case passes."""
+    from lossops.conformance.consumers import runner as consumer_runner
+
+    run = consumer_runner(consumer, form)
+    failed = []
+    for g in golden.load_all():
+        try:
+            ok, _, message = compare(run(g.model, g.inputs), g.expected, g.dtype, g.summed, g.slack, g.output_dtype)
+        except Exception as e:  # reported with the case
+            ok, message = False, f"{type(e).__name__}: {e}"
+        if not ok:
+            failed.append(f"{g.name}: {message}"[:200])
+    assert not failed, failed[:10]
+
+
 def test_cann_is_reported_unavailable_not_failed(capsys):
     assert runner.run(["cann"]) == 0
     assert "cann: unavailable (" in capsys.readouterr().out
