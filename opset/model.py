@@ -10,7 +10,7 @@ import onnx.version_converter
 from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
 from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, specialise
-from .validation import import_problems, nodes_within, subgraphs, validate_nodes
+from .validation import import_problems, node_label, nodes_within, subgraphs, validate_nodes
 from .validation import node_problems as lossops_node_problems
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
@@ -89,8 +89,8 @@ def elem_type_of(node: NodeProto, types: dict[str, onnx.TypeProto]) -> int:
     principal = node.input[k] if k < len(node.input) else ""
     t = types.get(principal)
     if t is None or not t.tensor_type.elem_type:
-        raise ValueError(f"{node.op_type} node '{node.name or node.output[0]}': the element type of its input "
-                         f"'{principal}' is unknown (give the graph's inputs their types)")
+        raise ValueError(f"{node_label(node)}: the element type of its input '{principal}' is unknown (give the "
+                         "graph's inputs their types)")
     return t.tensor_type.elem_type
 
 
@@ -165,10 +165,10 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
     for t in model.graph.initializer:
         types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
     for k, node in enumerate(model.graph.node):
-        label = f"#{k} {node.name or '(unnamed)'} {node.domain + '::' if node.domain else ''}{node.op_type}"
+        label = node_label(node, k)
         invalid = lossops_node_problems(node) if node.domain == DOMAIN else []
-        if invalid:
-            problems.extend((label, p) for p in invalid)
+        if invalid:  # each names the node already
+            problems.extend((label, p.removeprefix(node_label(node) + ": ")) for p in invalid)
             continue
         known = dict.fromkeys(n for n in node.input if n in types)
         single = helper.make_model(

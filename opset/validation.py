@@ -18,9 +18,12 @@ from .registry import OPS
 from .versions import DOMAIN, VERSION
 
 
-def _label(node: NodeProto) -> str:
+def node_label(node: NodeProto, index: int | None = None) -> str:
+    """How messages name a node: its op type (with its domain, where not ONNX's) and its name, or its first
+    output where it has none; with `index`, its position in the graph first (listings)."""
     name = node.name or (node.output[0] if node.output and node.output[0] else "(unnamed)")
-    return f"{node.op_type} node '{name}'"
+    domain = "" if node.domain in ("", "ai.onnx") else f"{node.domain}::"
+    return (f"#{index} " if index is not None else "") + f"{domain}{node.op_type} node '{name}'"
 
 
 def node_problems(node: NodeProto) -> list[str]:
@@ -28,7 +31,7 @@ def node_problems(node: NodeProto) -> list[str]:
     op = OPS.get(node.op_type)
     if op is None:
         return [f"'{node.op_type}' is not a lossops operator; the operators are {', '.join(OPS)}"]
-    label, found = _label(node), []
+    label, found = node_label(node), []
     if len(node.output) != 1 or not node.output[0]:
         found.append(f"{label}: has {len(node.output)} output(s) {list(node.output)}; expected exactly one, named")
     if len(node.input) > len(op.inputs):

@@ -16,6 +16,7 @@ from onnx import ModelProto, TensorProto
 
 from .. import opset
 from ..opset.spec import ASCEND_BFLOAT16, ASCEND_MAX_RANK, ASCEND_PARTS
+from ..opset.validation import node_label
 
 SUPPORT = json.loads((Path(__file__).parent / "cann_support.json").read_text())
 PROVIDER = "CANNExecutionProvider"
@@ -31,10 +32,6 @@ class Placement:
     node: str
     claimed: bool
     reason: str
-
-
-def _label(k: int, node: onnx.NodeProto) -> str:
-    return f"#{k} {node.name or '(unnamed)'} {node.domain + '::' if node.domain else ''}{node.op_type}"
 
 
 def placement(model: ModelProto, mode: str = "graph") -> list[Placement]:
@@ -54,7 +51,7 @@ def placement(model: ModelProto, mode: str = "graph") -> list[Placement]:
     types.update({i.name: i.data_type for i in model.graph.initializer})
     result = []
     for k, node in enumerate(model.graph.node):
-        label = _label(k, node)
+        label = node_label(node, k)
         if node.domain not in ("", "ai.onnx"):
             result.append(Placement(label, False, f"custom domain '{node.domain}' is never claimed; lower it first "
                                                   "(lossops lower --for cann)"))
@@ -107,7 +104,7 @@ def soc_problems(model: ModelProto, soc: str) -> list[tuple[str, str]]:
     for k, node in enumerate(model.graph.node):
         if node.domain != opset.DOMAIN:
             continue
-        label = _label(k, node)
+        label = node_label(node, k)
         aclnn = opset.get(node.op_type).aclnn if node.op_type in opset.OPS else None
         listed = aclnn.products.get(soc) if aclnn else None
         if aclnn is None:
