@@ -73,3 +73,17 @@ def test_functions_are_specialised_and_stable():
 def test_operator_reference_is_generated():
     assert (ROOT / "docs/operators.md").read_text() == operator_reference(), \
         "docs/operators.md is stale: run python -m lossops.opset.docs"
+
+
+def test_with_functions_is_idempotent():
+    """A model that already carries this version's functions comes back byte for byte: attaching them again
+    changes nothing (and a model saved by an older version gets today's bodies instead of its own)."""
+    from lossops.conformance.golden import load_all
+
+    for case in load_all()[::7]:
+        once = opset.with_functions(case.model)
+        assert opset.with_functions(once).SerializeToString() == once.SerializeToString(), case.name
+        stale = onnx.ModelProto()
+        stale.CopyFrom(once)
+        stale.functions[0].node[0].op_type = "Identity" if stale.functions[0].node[0].op_type != "Identity" else "Neg"
+        assert opset.with_functions(stale).SerializeToString() == once.SerializeToString(), case.name
