@@ -1,8 +1,8 @@
 """The kernels' machine code, compiled when a wheel is built (ort_ext/aot.py): pyproject.toml holds the rest.
 
-On Linux x86-64 the wheel carries one library per x86-64 level and is a platform wheel; elsewhere, or with
-LOSSOPS_AOT=0, it is pure Python and the kernels need `lossops[jit]`. Editable installs compile nothing here:
-numba compiles the kernels when first used.
+On Linux x86-64 the wheel carries one library per level (machine_code.LEVELS) and is a platform wheel;
+elsewhere, or with LOSSOPS_AOT=0, it is pure Python and the kernels need `lossops[jit]`. Editable installs
+compile nothing here: numba compiles the kernels when first used.
 """
 
 import os

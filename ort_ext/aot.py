@@ -1,6 +1,6 @@
 """Compile the kernels ahead of time, when a wheel is built: `python -m lossops.ort_ext.aot OUT_DIR`.
 
-For each x86-64 level (machine_code.LEVELS), a process of its own has numba compile the functions of
+For each level (machine_code.LEVELS), a process of its own has numba compile the functions of
 ort_ext/compiled.py for that level (NUMBA_CPU_NAME/NUMBA_CPU_FEATURES: numba's optimiser then vectorises for the
 level's registers, as its JIT does for the host), takes each function's LLVM IR, gives the entry point a stable
 name (`lossops_<Operator>_<kind>`, `lossops_trampoline`) and every other symbol internal linkage, has LLVM

@@ -32,10 +32,13 @@ _NOT_COMPILED = ("ort_ext/kernels/__init__.py",)
 ENV = "LOSSOPS_KERNELS"
 KINDS = ("compute", "task", "plan", "start", "finish")
 
-# x86-64 micro-architecture levels (the psABI's), best last: the /proc/cpuinfo flags each adds to the one
-# before, and the LLVM features the build targets with it. LLVM's generic x86-64-v4 prefers 256-bit vectors
-# (Skylake-SP's tuning); the v4 library uses the 512-bit registers, as numba's JIT does on an AVX-512 host that
-# does not prefer 256 (Zen 4/5, Sapphire Rapids), where the loops with exp and log gain most.
+# The levels, best last, each named as LLVM names the CPU it targets: the x86-64 micro-architecture levels (the
+# psABI's), then x86-64-v4 scheduled for AMD's Zen 4 and 5. For each, the /proc/cpuinfo flags it adds to the
+# one before and the LLVM features it adds. LLVM's generic x86-64-v4 prefers 256-bit vectors (Skylake-SP's
+# tuning); the v4 libraries use the 512-bit registers, as numba's JIT does on an AVX-512 host that does not
+# prefer 256 (Zen 4/5, Sapphire Rapids), where the loops with exp and log gain most. On Zen the generic
+# schedule left the log loops of BinaryCrossEntropy 2-5 % behind the JIT (docs/speed.md); sse4a, which only
+# AMD's CPUs have, marks a CPU with AVX-512 as a Zen 4 or later.
 LEVELS = {
     "x86-64-v2": (("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"),
                   "+cx16,+sahf,+popcnt,+sse3,+sse4.1,+sse4.2,+ssse3"),
@@ -43,13 +46,14 @@ LEVELS = {
                   "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"),
     "x86-64-v4": (("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
                   "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512,-prefer-256-bit"),
+    "znver4": (("sse4a",), ""),
 }
 
 
 def llvm_features(level: str) -> str:
-    """The LLVM feature string of an x86-64 level: its own features and those of the levels below it."""
+    """The LLVM feature string of a level: its own features and those of the levels below it."""
     names = list(LEVELS)
-    return ",".join(LEVELS[n][1] for n in names[:names.index(level) + 1])
+    return ",".join(LEVELS[n][1] for n in names[:names.index(level) + 1] if LEVELS[n][1])
 
 
 @functools.cache
@@ -70,7 +74,7 @@ source_stamp()  # now, as the modules are imported: an upgrade under a running p
 
 
 def cpu_levels() -> list[str]:
-    """The x86-64 levels this CPU runs, lowest first (none off Linux x86-64)."""
+    """The levels this CPU runs, lowest first (none off Linux x86-64)."""
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return []
     try:

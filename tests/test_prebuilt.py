@@ -114,6 +114,7 @@ def test_the_levels_this_cpu_runs():
         flags = set(next(line for line in f if line.startswith("flags")).split(":", 1)[1].split())
     assert ("x86-64-v3" in levels) == ({"avx2", "fma", "bmi2", "f16c", "movbe"} <= flags and "x86-64-v2" in levels)
     assert ("x86-64-v4" in levels) == ({"avx512f", "avx512bw", "avx512vl"} <= flags and "x86-64-v3" in levels)
+    assert ("znver4" in levels) == ("sse4a" in flags and "x86-64-v4" in levels)  # AMD's, with AVX-512: Zen 4+
     assert levels == list(machine_code.LEVELS)[:len(levels)]
 
 
