@@ -25,7 +25,8 @@ import importlib.util, sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 libraries = sorted(n.removeprefix("lossops/ort_ext/prebuilt/") for n in names if n.endswith(".so"))
 print(f"wheel: {sys.argv[1].rsplit('/', 1)[-1]}, {len(names)} files; machine code: {', '.join(libraries)}")
-assert len(libraries) == 3 and all("/" not in n for n in libraries), libraries
+from lossops.ort_ext.machine_code import LEVELS  # the installed package's
+assert libraries == sorted(f"lossops_kernels-{level}.so" for level in LEVELS), libraries
 assert "lossops/ort_ext/prebuilt/manifest.json" in names
 assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("llvmlite") is None, "numba installed"
 PY
