@@ -34,7 +34,7 @@ class TrainingSession:
                  sess_options: onnxruntime.SessionOptions | None = None):
         self.definition = step
         self.mode, self.sess_options = mode, sess_options
-        self.session = InferenceSession(step.model.SerializeToString(), sess_options, mode=mode)
+        self.session = InferenceSession(step.model, sess_options, mode=mode)  # parsed once: a ModelProto throughout
         self._eval_session: InferenceSession | None = None
         self.state = {n: _ortvalue(v) for n, v in step.state.items()}
         self.steps = 0  # steps taken
@@ -92,7 +92,7 @@ class TrainingSession:
     def evaluate(self, *inputs: np.ndarray) -> np.ndarray:
         """The module's eval-mode output on `inputs` with the current state (BatchNorm's running statistics)."""
         if self._eval_session is None:
-            self._eval_session = InferenceSession(self.definition.eval_model.SerializeToString(),
+            self._eval_session = InferenceSession(self.definition.eval_model,
                                                   self.sess_options, mode=self.mode)
         state = self.definition.module_state
         feeds = {n: self.state[n] for n in state}
