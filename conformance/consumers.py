@@ -353,12 +353,10 @@ def _form(name: str) -> Callable[[ModelProto], ModelProto]:
             "functions": opset.with_functions}[name]
 
 
-FORMS = ("portable", "cann", "functions")  # lower's output, lower --for cann's, and the lossops nodes with functions
-
-
 def runner(name: str, form: str = "portable") -> Callable[[ModelProto, list[np.ndarray]], np.ndarray]:
-    """The conformance backend for consumer `name`: the model in `form` (one of FORMS; the backends of `lossops
-    conformance` take the portable form, the one for consumers), then run."""
+    """The conformance backend for consumer `name`: the model in `form` ("portable": `lower`'s output, the one for
+    consumers, which `lossops conformance` runs; "cann": `lower --for cann`'s; "functions": the lossops nodes with
+    their functions), then run."""
     make = _form(form)
 
     def run(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:

@@ -166,9 +166,9 @@ def node_problems(model: ModelProto) -> list[tuple[str, str]]:
         types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
     for k, node in enumerate(model.graph.node):
         label = node_label(node, k)
-        invalid = lossops_node_problems(node) if node.domain == DOMAIN else []
-        if invalid:  # each names the node already
-            problems.extend((label, p.removeprefix(node_label(node) + ": ")) for p in invalid)
+        invalid = lossops_node_problems(node, labelled=False) if node.domain == DOMAIN else []
+        if invalid:
+            problems.extend((label, p) for p in invalid)
             continue
         known = dict.fromkeys(n for n in node.input if n in types)
         single = helper.make_model(

@@ -26,31 +26,32 @@ def node_label(node: NodeProto, index: int | None = None) -> str:
     return (f"#{index} " if index is not None else "") + f"{domain}{node.op_type} node '{name}'"
 
 
-def node_problems(node: NodeProto) -> list[str]:
-    """What is wrong with one lossops node (operator, inputs, outputs, attributes), each as a sentence."""
+def node_problems(node: NodeProto, labelled: bool = True) -> list[str]:
+    """What is wrong with one lossops node (operator, inputs, outputs, attributes), each as a sentence that
+    starts with the node's label (`labelled=False`: without it, for a listing that names the node itself)."""
     op = OPS.get(node.op_type)
     if op is None:
         return [f"'{node.op_type}' is not a lossops operator; the operators are {', '.join(OPS)}"]
-    label, found = node_label(node), []
+    found = []
     if len(node.output) != 1 or not node.output[0]:
-        found.append(f"{label}: has {len(node.output)} output(s) {list(node.output)}; expected exactly one, named")
+        found.append(f"has {len(node.output)} output(s) {list(node.output)}; expected exactly one, named")
     if len(node.input) > len(op.inputs):
-        found.append(f"{label}: has {len(node.input)} inputs; {op.name} takes at most {len(op.inputs)}")
+        found.append(f"has {len(node.input)} inputs; {op.name} takes at most {len(op.inputs)}")
     for k, i in enumerate(op.inputs):
         if not i.optional and (k >= len(node.input) or not node.input[k]):
-            found.append(f"{label}: input '{i.name}' (#{k}) is required; expected a tensor name, got "
+            found.append(f"input '{i.name}' (#{k}) is required; expected a tensor name, got "
                          + ("''" if k < len(node.input) else "none"))
     expected = {a.name: a for a in op.attributes}
     for a in node.attribute:
         spec = expected.get(a.name)
         if spec is None:
-            found.append(f"{label}: unknown attribute '{a.name}'; {op.name} has {', '.join(expected)}")
+            found.append(f"unknown attribute '{a.name}'; {op.name} has {', '.join(expected)}")
             continue
         if a.type == AttributeProto.STRING:
             try:
                 value = a.s.decode("utf-8")
             except UnicodeDecodeError:
-                found.append(f"{label}: attribute '{a.name}' is not UTF-8 text ({a.s[:16]!r}); expected "
+                found.append(f"attribute '{a.name}' is not UTF-8 text ({a.s[:16]!r}); expected "
                              + spec.expectation())
                 continue
         else:
@@ -58,8 +59,8 @@ def node_problems(node: NodeProto) -> list[str]:
         try:
             spec.check(op.name, value)  # type (a FLOAT log_target of 1.0 must not read as 0) and value
         except ValueError as e:
-            found.append(f"{label}: {str(e).removeprefix(op.name + ': ')}")
-    return found
+            found.append(str(e).removeprefix(op.name + ": "))
+    return [f"{node_label(node)}: {p}" for p in found] if labelled else found
 
 
 def subgraphs(nodes: Iterable[NodeProto]) -> Iterator[GraphProto]:
