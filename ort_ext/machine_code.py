@@ -37,7 +37,7 @@ KINDS = ("compute", "task", "plan", "start", "finish")
 # one before and the LLVM features it adds. LLVM's generic x86-64-v4 prefers 256-bit vectors (Skylake-SP's
 # tuning); the v4 libraries use the 512-bit registers, as numba's JIT does on an AVX-512 host that does not
 # prefer 256 (Zen 4/5, Sapphire Rapids), where the loops with exp and log gain most. On Zen the generic
-# schedule left the log loops of BinaryCrossEntropy 2-5 % behind the JIT (docs/speed.md); sse4a, which only
+# schedule left the log loops of BinaryCrossEntropy behind the JIT (docs/speed.md); sse4a, which only
 # AMD's CPUs have, marks a CPU with AVX-512 as a Zen 4 or later.
 LEVELS = {
     "x86-64-v2": (("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"),

@@ -47,7 +47,7 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
     """
     prepared = _prepare(model, sess_options, mode)
     if mode == "kernels" and host.kernels_available():
-        host.refuse_a_second_registration(sess_options)  # ~5 ms, once per call: only for the user's own session
+        host.refuse_a_second_registration(sess_options)  # milliseconds, once per call: only for the user's own session
     return prepared
 
 
@@ -162,9 +162,9 @@ class InferenceSession(onnxruntime.InferenceSession):
         # onnxruntime's run() refuses ml_dtypes.bfloat16 arrays: only models with bfloat16 inputs or outputs take
         # the slower path that converts them (the others pay one attribute check per run)
         self._converts_bfloat16 = any(v.type == "tensor(bfloat16)" for v in (*self.get_inputs(), *self.get_outputs()))
-        # onnxruntime's Python run() re-reads the graph's inputs to validate each feed: 5-11 us a call (measured
-        # against its binding's run on the same session; a third of a 1e4-element loss call). On a CPU-only
-        # session (no provider fallback, no graph capture) the same checks are made from names read once here.
+        # onnxruntime's Python run() re-reads the graph's inputs to validate each feed, a cost that shows in a
+        # small loss call (docs/speed.md). On a CPU-only session (no provider fallback, no graph capture) the
+        # same checks are made from names read once here.
         self._required = frozenset(i.name for i in self.get_inputs() if not i.type.startswith("optional"))
         self._output_names = [o.name for o in self.get_outputs()]
         self._direct = self._binding_callable()

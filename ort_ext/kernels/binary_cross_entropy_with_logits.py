@@ -13,8 +13,8 @@ from .registry import kernel
 @kernel("BinaryCrossEntropyWithLogits", reads=("input", "target", "weight", "pos_weight"), task_elements=1 << 14)
 @numba.njit(error_model="numpy", nogil=True)
 def binary_cross_entropy_with_logits(x, y, w, p, _, out, m, scale, _params, tmp):
-    # Two passes over the tile: exp alone, then the rest. One fused pass was 20-30 % slower here (measured:
-    # the two polynomials' dependency chains outgrow the scheduler; split, each vectorises fully).
+    # Two passes over the tile: exp alone, then the rest. One fused pass was slower (the two
+    # polynomials' dependency chains outgrow the scheduler; split, each vectorises fully).
     for k in range(m):
         tmp[k] = exp(-abs(load(x[k])))
     for k in range(m):

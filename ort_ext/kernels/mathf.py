@@ -74,7 +74,7 @@ _LOG1P_OVER_E_32 = _chebyshev_fit(lambda e: np.log1p(e) / np.where(e == 0, 1.0, 
 _inline = numba.njit(error_model="numpy")  # LLVM inlines these into the loops
 
 
-# --- polynomials (Estrin's scheme: shorter dependency chains than Horner, measured 10-20 % faster here) ----
+# --- polynomials (Estrin's scheme: shorter dependency chains than Horner's, so faster) ---------------
 
 @_inline
 def _poly8(r, c):
