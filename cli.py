@@ -109,12 +109,13 @@ def _doctor(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
-    if args.summary:
+    if args.summary or args.markdown:
         import json
 
-        from .bench import summary
+        from .bench import report, summary
 
-        print(summary(json.loads(Path(args.summary).read_text())), end="")
+        render = summary if args.summary else report
+        print(render(json.loads(Path(args.summary or args.markdown).read_text())), end="")
         return 0
 
     return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op,
@@ -221,6 +222,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--summary", metavar="RUN.json",
                        help="instead: the README's speed table from a saved `lossops bench --json` run")
+    bench.add_argument("--markdown", metavar="RUN.json",
+                       help="instead: every row of a saved `lossops bench --json` run as Markdown (docs/bench.md)")
     bench.add_argument("--machine-code", action="store_true",
                        help="instead: each prebuilt x86-64 level against numba's JIT, one thread (needs lossops[jit])")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
@@ -274,8 +277,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lossops {args.verb}: interrupted", file=sys.stderr, flush=True)
         os._exit(130)
 
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, interrupted) if main_thread else None
+    # Only over Python's own Ctrl-C handler: a process started with SIGINT ignored (a background job of a script)
+    # keeps ignoring it, and a caller's own handler stays
+    previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
+    ours = previous is signal.default_int_handler
+    if ours:
+        signal.signal(signal.SIGINT, interrupted)
     try:
         return args.fn(args)
     except (OSError, ValueError, MissingExtra) as e:
@@ -285,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"lossops {args.verb}: interrupted", file=sys.stderr)
         return 130
     finally:
-        if main_thread:  # main() called in-process (tests, a user's script) leaves the caller's handler
+        if ours:  # main() called in-process (tests, a user's script) gives the handler back
             signal.signal(signal.SIGINT, previous)
 
 

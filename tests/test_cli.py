@@ -87,7 +87,8 @@ def test_ctrl_c_during_a_compile_is_one_line(tmp_path):
 
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "LOSSOPS_KERNELS": "jit"}
     process = subprocess.Popen([sys.executable, "-m", "lossops", "demo", "-o", str(tmp_path / "m.onnx")],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                               preexec_fn=_sigint_default)
     time.sleep(8)  # imports done, compiling (a compile takes tens of seconds)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=120)
@@ -95,3 +96,31 @@ def test_ctrl_c_during_a_compile_is_one_line(tmp_path):
     lines = err.strip().splitlines()
     assert lines[-1] == "lossops demo: interrupted" and len(lines) == 2, err[-2000:]
     assert lines[0].startswith("lossops: compiling the kernels of ") and "with numba" in lines[0]
+
+
+def _sigint_default() -> None:
+    """In the child before it starts Python: Ctrl-C as a terminal gives it, whatever this test runner inherited (a
+    runner started in the background by a script has SIGINT ignored, and its children inherit that)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_a_verb_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
+    """A background job of a script is started with SIGINT ignored, so that Ctrl-C reaches only the foreground: the
+    CLI must not install its handler over that."""
+    import signal
+    import time
+
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    process = subprocess.Popen([sys.executable, "-m", "lossops", "conformance", "--backend", "reference",
+                                "--backend", "lowered", "--backend", "decomposition"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
+    time.sleep(1.5)  # imports done, running the suites (about 6 s)
+    assert process.poll() is None, "the verb ended before the signal: this test needs a longer one"
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0 and "interrupted" not in err, err[-2000:]
+    assert out.splitlines()[-1].endswith(" passed, 0 failed"), out[-500:]

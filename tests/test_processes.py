@@ -120,6 +120,7 @@ def test_interrupted_runs_leave_later_runs_correct():
         import os, signal, threading, time, numpy as np
         from lossops.conformance.cases import node_model
         from lossops.ort_ext import InferenceSession
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as at a terminal, however the runner was started
         r = np.random.default_rng(1)
         x, t = (r.normal(size=4000000) * 3).astype(np.float32), r.uniform(size=4000000).astype(np.float32)
         model, feeds = node_model("BinaryCrossEntropyWithLogits", [x, t, None, None], "float32",
