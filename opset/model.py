@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import onnx
 import onnx.inliner
 import onnx.version_converter
-from onnx import GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
+from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
 
 from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, specialise
 from .validation import import_problems, node_label, nodes_within, subgraphs, validate_nodes
@@ -121,7 +121,13 @@ def with_functions(model: ModelProto) -> ModelProto:
 
 
 def attach_functions(model: ModelProto) -> ModelProto:
-    """`with_functions` for a model whose lossops nodes were validated already (`validate`)."""
+    """`with_functions` for a model whose lossops nodes were validated already (`validate`). A model that
+    carries this version's functions already is returned as a copy, untouched; one that carries another
+    version's has them replaced."""
+    if carries_its_functions(model):
+        out = ModelProto()
+        out.CopyFrom(model)
+        return out
     out = at_least_floor(inline_lossops_callers(model))
     stamp(out)
     out.ir_version = IR_VERSION
@@ -132,8 +138,38 @@ def attach_functions(model: ModelProto) -> ModelProto:
         spec = specialise(node, elem_type_of(node, types))
         node.overload = spec.overload
         specialisations.setdefault(f"{spec.op.name}:{spec.overload}", spec)
-    out.functions.extend(function(spec, version) for spec in specialisations.values())
+    out.functions.extend(_body(spec, version) for spec in specialisations.values())  # extend copies them
     return out
+
+
+_bodies: dict[tuple[str, str, int], FunctionProto] = {}
+
+
+def _body(spec: Specialisation, onnx_opset: int) -> FunctionProto:
+    """`function(spec, onnx_opset)`, built once per process (callers copy it: `extend` does)."""
+    key = (spec.op.name, spec.overload, onnx_opset)
+    if key not in _bodies:
+        _bodies[key] = function(spec, onnx_opset)
+    return _bodies[key]
+
+
+def carries_its_functions(model: ModelProto) -> bool:
+    """Whether `model` is as `with_functions` makes it: each lossops node (none inside a user function) names the
+    overload of its specialisation, and the model carries exactly those functions, as this version builds them."""
+    version = default_opset(model)
+    if (model.ir_version != IR_VERSION or version is None or version < MIN_FUNCTION_OPSET
+            or not any(o.domain == DOMAIN for o in model.opset_import)
+            or any(n.domain == DOMAIN for f in model.functions if f.domain != DOMAIN for n in nodes_within(f.node))):
+        return False
+    types = value_types(model)
+    wanted: dict[tuple[str, str], Specialisation] = {}
+    for _, node in lossops_nodes(model):
+        spec = specialise(node, elem_type_of(node, types))
+        if node.overload != spec.overload:
+            return False
+        wanted[(spec.op.name, spec.overload)] = spec
+    carried = {(f.name, f.overload): f for f in model.functions if f.domain == DOMAIN}
+    return carried.keys() == wanted.keys() and all(carried[k] == _body(s, version) for k, s in wanted.items())
 
 
 def make_model(graph: GraphProto, **kwargs) -> ModelProto:

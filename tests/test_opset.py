@@ -75,15 +75,22 @@ def test_operator_reference_is_generated():
         "docs/operators.md is stale: run python -m lossops.opset.docs"
 
 
-def test_with_functions_is_idempotent():
-    """A model that already carries this version's functions comes back byte for byte: attaching them again
-    changes nothing (and a model saved by an older version gets today's bodies instead of its own)."""
+def test_with_functions_is_idempotent(monkeypatch):
+    """A model that already carries this version's functions comes back byte for byte, without being taken
+    apart and rebuilt; a model saved by an older version gets today's bodies instead of its own."""
     from lossops.conformance.golden import load_all
+    from lossops.opset import model as model_module
 
+    rebuilt = model_module.inline_lossops_callers
     for case in load_all()[::7]:
         once = opset.with_functions(case.model)
-        assert opset.with_functions(once).SerializeToString() == once.SerializeToString(), case.name
+        assert model_module.carries_its_functions(once) and not model_module.carries_its_functions(case.model)
+        with monkeypatch.context() as patch:
+            patch.setattr(model_module, "inline_lossops_callers", lambda _: pytest.fail("rebuilt a current model"))
+            assert opset.with_functions(once).SerializeToString() == once.SerializeToString(), case.name
+        assert model_module.inline_lossops_callers is rebuilt
         stale = onnx.ModelProto()
         stale.CopyFrom(once)
         stale.functions[0].node[0].op_type = "Identity" if stale.functions[0].node[0].op_type != "Identity" else "Neg"
+        assert not model_module.carries_its_functions(stale)
         assert opset.with_functions(stale).SerializeToString() == once.SerializeToString(), case.name
