@@ -25,6 +25,7 @@ from onnx import ModelProto
 
 from .. import opset
 from ..extras import require
+from ..opset.validation import node_label
 
 require("onnxscript", "fusion of exporter patterns")
 from onnxscript import ir  # noqa: E402
@@ -183,7 +184,7 @@ def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
     for rules in [*FOCAL_PASSES, *PASSES]:  # each pass re-infers: the conditions read intermediate shapes
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
     added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
-    report = [f"fused {n.op_type} '{n.name or n.output[0]}' (reduction {_reduction(n)})" for n in added]
+    report = [f"fused {node_label(n)} (reduction {_reduction(n)})" for n in added]
     return opset.with_functions(fused), report
 
 

@@ -21,7 +21,7 @@ from ..opset.model import (
     value_types,
 )
 from ..opset.registry import MIN_FUNCTION_OPSET
-from ..opset.validation import validate_nodes
+from ..opset.validation import node_label, validate_nodes
 
 PROVIDERS = (None, "cann")
 
@@ -72,7 +72,7 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
         g.node.extend(expanded)
         read = {i for n in expanded for i in n.input}  # constants that folding left unread are not kept (ORT warns)
         g.initializer.extend(t for t in static.initializers if t.name in read)
-        report.append(f"lowered {node.op_type} '{node.name or node.output[0]}' "
+        report.append(f"lowered {node_label(node)} "
                       f"({helper.tensor_dtype_to_np_dtype(elem_type)}) into {len(expanded)} standard nodes"
                       + (" for CANN" if for_provider else ""))
     return report

@@ -170,7 +170,8 @@ def test_fuse_torchvision_focal_loss(alpha, gamma, reduction):
     exported = _exported(module, args, "dynamo")
     assert not np.isfinite(_run(exported, args, plain=True)).all()  # the defect fusion repairs
     fused, report = fuse(exported)
-    assert report == [f"fused SigmoidFocalLoss '{fused.graph.node[-1].name}' (reduction {reduction})"], report
+    assert report == [f"fused lossops::SigmoidFocalLoss node '{fused.graph.node[-1].name}' (reduction {reduction})"], \
+        report
     node = next(n for n in fused.graph.node if n.domain == opset.DOMAIN)
     assert opset.node_attributes(node) == {"reduction": reduction, "alpha": alpha, "gamma": gamma}
     assert not {"Sigmoid", "Log", "Pow"} & {n.op_type for n in fused.graph.node}
