@@ -45,6 +45,19 @@ def test_the_readme_speed_table_is_generated_from_the_stored_run():
     assert summary(run) in README.read_text(), "README's speed table is stale: lossops bench --summary docs/bench.json"
 
 
+def test_the_benchmark_page_is_generated_from_the_stored_run():
+    """docs/bench.md is `lossops bench --markdown docs/bench.json`, every row of the run the README summarises."""
+    import json
+
+    from lossops import opset
+    from lossops.bench import report
+
+    run = json.loads((README.parent / "docs" / "bench.json").read_text())
+    assert {r["op"] for r in run["rows"]} == set(opset.OPS), "the stored run must cover every operator"
+    page = (README.parent / "docs" / "bench.md").read_text()
+    assert page == report(run), "docs/bench.md is stale: lossops bench --markdown docs/bench.json > docs/bench.md"
+
+
 def test_the_readme_operator_table_lists_every_operator():
     """Each operator of the set has its row, named first, with its inputs in record order."""
     from lossops import opset
