@@ -79,7 +79,9 @@ def _sum_by_rank(b: Builder, d: str, input: str, shapes: list[tuple]) -> str:
             d = b.op("ReduceSum", d, b.ints([k]), keepdims=1)
         elif not isinstance(extent, int) and any(c != 1 and c != extent for c in column):
             shape_x = shape_x or b.op("Shape", input)
-            is_one = b.op("Equal", b.op("Slice", shape_x, b.ints([k]), b.ints([k + 1])), b.ints([1]))
+            # extent < 2 rather than == 1 (0 only where F's is 0 too): tract decides an Equal of a symbolic dim
+            # and 1 when it loads the model, as false, and leaves a Less to the run
+            is_one = b.op("Less", b.op("Slice", shape_x, b.ints([k]), b.ints([k + 1])), b.ints([2]))
             d = b.op("Where", is_one, b.op("ReduceSum", d, b.ints([k]), keepdims=1), d)
             symbolic.append(k)
     if symbolic:
