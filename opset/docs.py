@@ -1,4 +1,5 @@
-"""The operator reference, generated from the definitions (docs/operators.md). Run: python -m lossops.opset.docs"""
+"""The operator reference, generated from the definitions (docs/operators.md), and the README's operator table.
+Run: python -m lossops.opset.docs (writes the reference), python -m lossops.opset.docs --table (prints the table)"""
 
 from __future__ import annotations
 
@@ -34,7 +35,27 @@ def operator_reference() -> str:
     return "\n".join(lines)
 
 
+def operator_table() -> str:
+    """The README's table: one row per operator, from its record."""
+    def values(a) -> str:
+        if a.enum:
+            return ", ".join(f"**{v}**" if v == a.default else str(v) for v in a.allowed)
+        return f"{a.kind.__name__}, **{a.default}**"
+
+    lines = ["| operator | inputs | attributes | output | Ascend aclnn API |", "|---|---|---|---|---|"]
+    for op in OPS.values():
+        inputs = ", ".join(i.name + ("?" if i.optional else "") for i in op.inputs)
+        attributes = ", ".join(f"{a.name} ({values(a)})" for a in op.attributes)
+        output = ("input's shape" if op.output_shape == "input" else "broadcast shape") + (
+            ", or a scalar" if op.reduces else "")
+        lines.append(f"| {op.name} | {inputs} | {attributes} | {output} | {op.aclnn.api if op.aclnn else '-'} |")
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--table"]:
+        print(operator_table(), end="")
+        sys.exit()
     target = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent.parent / "docs/operators.md"
     target.write_text(operator_reference())
     print(f"wrote {target}")
