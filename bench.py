@@ -243,6 +243,15 @@ def _cpu_model() -> str:
         return platform.processor()
 
 
+def _ratio(r: dict, other: str) -> float:
+    """A stored row's speed-up of the kernels over `other` ("decomposition" or "torch")."""
+    return r[other]["median"] / r["kernels"]["median"]
+
+
+def _versus_torch(r: dict) -> str:
+    return f"{_ratio(r, 'torch'):.2f}×" if r["torch"] else "-"
+
+
 def _heading(env: dict) -> str:
     machine = f"{env['machine']}, {env['cpu']}" if env.get("cpu") else env["machine"]
     return (f"`lossops bench`, {env['date']}, {machine}, {env['cpus']} CPUs ({env['threads']} threads), "
@@ -269,27 +278,23 @@ def report(data: dict) -> str:
     for r in data["rows"]:
         kernels = r["kernels"]["median"]
         spreads = [r[k]["spread"] for k in ("kernels", "decomposition", "torch") if r[k]]
-        torch = f"{r['torch']['median'] / kernels:.2f}×" if r["torch"] else "-"
         lines.append(f"| {r['op']} | {r['dtype']} | {r['reduction']} | {r['elements']:.0e} | {_ms(kernels)} | "
                      f"{r['bytes'] / kernels / 1e9:.1f} | {r['roofline_s'] / kernels:.0%} | "
-                     f"{r['decomposition']['median'] / kernels:.2f}× | {torch}"
+                     f"{_ratio(r, 'decomposition'):.2f}× | {_versus_torch(r)}"
                      f"{' *' if max(spreads) > SPREAD_MARK else ''} |")
     rows = data["rows"]
 
     def case(r: dict) -> str:
         return f"{r['op']} {r['dtype']} `{r['reduction']}` at {r['elements']:.0e}"
 
-    def ratio(r: dict, other: str) -> float:
-        return r[other]["median"] / r["kernels"]["median"]
-
-    worst = min(rows, key=lambda r: ratio(r, "decomposition"))
-    slower = [r for r in rows if r["torch"] and ratio(r, "torch") < 1]
-    lines += ["", f"Against the decomposition: faster in {sum(ratio(r, 'decomposition') > 1 for r in rows)} of "
-              f"{len(rows)} rows, {ratio(worst, 'decomposition'):.2f}× at worst ({case(worst)})."]
+    worst = min(rows, key=lambda r: _ratio(r, "decomposition"))
+    slower = [r for r in rows if r["torch"] and _ratio(r, "torch") < 1]
+    lines += ["", f"Against the decomposition: faster in {sum(_ratio(r, 'decomposition') > 1 for r in rows)} of "
+              f"{len(rows)} rows, {_ratio(worst, 'decomposition'):.2f}× at worst ({case(worst)})."]
     if any(r["torch"] for r in rows):
         lines += ["", f"Against PyTorch eager: faster in {sum(bool(r['torch']) for r in rows) - len(slower)} of "
                   f"{sum(bool(r['torch']) for r in rows)} rows"
-                  + (": slower in " + "; ".join(f"{case(r)} ({ratio(r, 'torch'):.2f}×)" for r in slower) + "."
+                  + (": slower in " + "; ".join(f"{case(r)} ({_ratio(r, 'torch'):.2f}×)" for r in slower) + "."
                      if slower else ".")]
     lines += ["", f"Fixed cost of a call, 16 float32 elements: an Identity model {fixed['identity'] * 1e6:.1f} µs, "
               f"BinaryCrossEntropyBackward on the kernels {fixed['kernel'] * 1e6:.1f} µs.", "",
@@ -314,15 +319,13 @@ def summary(data: dict) -> str:
         cells = []
         for n in SUMMARY_SIZES:
             r = sized[n]
-            kernels = r["kernels"]["median"]
-            torch = f"{r['torch']['median'] / kernels:.2f}×" if r["torch"] else "-"
-            cells.append(f"{_ms(kernels)} · {r['decomposition']['median'] / kernels:.2f}× · {torch}")
+            cells.append(f"{_ms(r['kernels']['median'])} · {_ratio(r, 'decomposition'):.2f}× · {_versus_torch(r)}")
         largest = sized[SUMMARY_SIZES[-1]]
-        lines.append(f"| {op} | " + " | ".join(cells)
-                     + f" | {largest['roofline_s'] / largest['kernels']['median']:.0%} |")
+        roofline = largest["roofline_s"] / largest["kernels"]["median"]
+        lines.append(f"| {op} | " + " | ".join(cells) + f" | {roofline:.0%} |")
     rows = data["rows"]
-    decomposition = [r["decomposition"]["median"] / r["kernels"]["median"] for r in rows]
-    timed = [r["torch"]["median"] / r["kernels"]["median"] for r in rows if r["torch"]]
+    decomposition = [_ratio(r, "decomposition") for r in rows]
+    timed = [_ratio(r, "torch") for r in rows if r["torch"]]
     lines += ["", f"All {len(rows)} rows (float16 and `mean` too) and how they were measured: "
               f"[docs/bench.md](docs/bench.md). The kernels are faster than the decomposition in "
               f"{sum(x > 1 for x in decomposition)} of {len(rows)} rows ({min(decomposition):.2f}× at worst)"

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .registry import OPS
-from .spec import TENSOR_TYPES
+from .spec import TENSOR_TYPES, Attribute
 from .versions import DOMAIN, VERSION
 
 
@@ -37,7 +37,7 @@ def operator_reference() -> str:
 
 def operator_table() -> str:
     """The README's table: one row per operator, from its record."""
-    def values(a) -> str:
+    def values(a: Attribute) -> str:
         if a.enum:
             return ", ".join(f"**{v}**" if v == a.default else str(v) for v in a.allowed)
         return f"{a.kind.__name__}, **{a.default}**"

@@ -161,15 +161,17 @@ def carries_its_functions(model: ModelProto) -> bool:
             or not any(o.domain == DOMAIN for o in model.opset_import)
             or any(n.domain == DOMAIN for f in model.functions if f.domain != DOMAIN for n in nodes_within(f.node))):
         return False
-    types = value_types(model)
-    wanted: dict[tuple[str, str], Specialisation] = {}
-    for _, node in lossops_nodes(model):
-        spec = specialise(node, elem_type_of(node, types))
-        if node.overload != spec.overload:
-            return False
-        wanted[(spec.op.name, spec.overload)] = spec
+    nodes = [node for _, node in lossops_nodes(model)]
     carried = {(f.name, f.overload): f for f in model.functions if f.domain == DOMAIN}
-    return carried.keys() == wanted.keys() and all(carried[k] == _body(s, version) for k, s in wanted.items())
+    # the names first: a model without its functions would otherwise pay for shape inference twice
+    if {(n.op_type, n.overload) for n in nodes} != carried.keys():
+        return False
+    types = value_types(model) if nodes else {}
+    for node in nodes:
+        spec = specialise(node, elem_type_of(node, types))
+        if node.overload != spec.overload or carried[(node.op_type, node.overload)] != _body(spec, version):
+            return False
+    return True
 
 
 def make_model(graph: GraphProto, **kwargs) -> ModelProto:

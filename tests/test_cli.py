@@ -109,16 +109,17 @@ def _sigint_default() -> None:
 def test_a_verb_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
     """A background job of a script is started with SIGINT ignored, so that Ctrl-C reaches only the foreground: the
     CLI must not install its handler over that."""
+    import os
     import signal
-    import time
 
     def ignore() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     process = subprocess.Popen([sys.executable, "-m", "lossops", "conformance", "--backend", "reference",
                                 "--backend", "lowered", "--backend", "decomposition"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore)
-    time.sleep(1.5)  # imports done, running the suites (about 6 s)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=ignore,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert process.stdout.readline().startswith("case")  # the table's header: the verb is running (about 6 s)
     assert process.poll() is None, "the verb ended before the signal: this test needs a longer one"
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=600)
