@@ -11,6 +11,8 @@ buffers keep the module's state_dict names.
 from __future__ import annotations
 
 import copy
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,9 +24,13 @@ from ..opset.builder import Nodes
 from .optimizers import LR, SGD, STEP, Adam, AdamW, Optimizer, clip_by_global_norm, describe, new_name, slot_name
 
 torch = require("torch", "training-step export", extra="train")
+from . import step_check  # noqa: E402
 from .aten import translation_table  # noqa: E402
+from .export_errors import StepExportError, explain  # noqa: E402
+from .joint import trace  # noqa: E402
+from .step_check import StepCheck, StepCheckError, Traced  # noqa: E402
 
-__all__ = ["SGD", "Adam", "AdamW", "TrainingStep", "export_training_step"]
+__all__ = ["SGD", "Adam", "AdamW", "StepCheckError", "StepExportError", "TrainingStep", "export_training_step"]
 
 
 @dataclass
@@ -32,7 +38,6 @@ class TrainingStep:
     """An exported step, its eval-mode forward and the initial state (see the module docstring)."""
 
     model: ModelProto
-    eval_model: ModelProto  # (parameters, buffers, module inputs) -> module output, eval mode
     state: dict[str, np.ndarray]  # initial values of every state input, in input order
     parameters: list[str]  # names of the parameters (trained or frozen), module order
     trained: list[str]  # the parameters that get gradients
@@ -42,6 +47,16 @@ class TrainingStep:
     data: list[str] = field(default_factory=list)  # module inputs (input_k), then loss arguments (target_k)
     lr_input: str = LR  # the run-time scalars' input names
     step_input: str = STEP
+    check: StepCheck | None = None  # what the export's check against PyTorch found (None: not checked)
+    # the eval-mode forward, or how to export it: it is exported when first used
+    eval_export: ModelProto | Callable[[], ModelProto] | None = field(default=None, repr=False)
+
+    @property
+    def eval_model(self) -> ModelProto:
+        """(parameters, buffers, module inputs) -> module output, in eval mode (exported on first use)."""
+        if callable(self.eval_export):
+            self.eval_export = self.eval_export()
+        return self.eval_export
 
     @property
     def outputs(self) -> list[str]:
@@ -59,54 +74,89 @@ class TrainingStep:
 
 
 def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Optimizer | None = None,
-                         max_grad_norm: float | None = None) -> TrainingStep:
+                         max_grad_norm: float | None = None, verify: bool = True) -> TrainingStep:
     """Export one optimizer step of `loss_fn(module(*module_args), *loss_args)` with `example_inputs =
     (module_args, loss_args)`. `module` is in train mode during the step (BatchNorm updates its running
     statistics as PyTorch does); tensors the loss reads from the module (a registered `pos_weight` buffer)
-    are state, not arguments. `max_grad_norm` clips the gradients by their global norm first."""
-    from torch._functorch.aot_autograd import aot_export_module
+    are state, not arguments; tensors it captures otherwise (a loss module's `weight`, a closure's tensor)
+    are constants of the step (pass one as a loss argument to make it an input). `max_grad_norm` clips the
+    gradients by their global norm first.
 
-    from .torch_ops import LossopsLosses
-
+    Before it returns, the exported forward and backward run on the example batch in onnxruntime and are
+    compared with PyTorch autograd on the same batch (in float64 where the module runs in float64);
+    a disagreement raises `StepCheckError` naming the output and the first op that differs. `verify=False`
+    skips that check (converters/step_check.py)."""
     optimizer = optimizer or SGD()
     module_args, loss_args = (tuple(a) for a in example_inputs)
-
-    class Step(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.module = module
-
-        def forward(self, *args):
-            return (loss_fn(self.module(*args[:len(module_args)]), *args[len(module_args):]),)
-
-    step = Step().train()
-    with LossopsLosses():
-        joint, signature = aot_export_module(step, module_args + loss_args, trace_joint=True, output_loss_index=0,
-                                             decompositions={})
-    strip = len("module.")
-    params = [n[strip:] for n in signature.parameters]
-    buffers = [n[strip:] for n in signature.buffers]
-    mutated = [n[strip:] for n in signature.buffers_to_mutate.values()]
-    trained = [n[strip:] for n in signature.backward_signature.gradients_to_parameters.values()]
     module_state = {k: v.clone() for k, v in module.state_dict().items()}  # the step's own initial copy
-    data = [f"input_{k}" for k in range(len(module_args))] + [f"target_{k}" for k in range(len(loss_args))]
+    traced, names = _trace(module, loss_fn, module_args, loss_args, module_state)
+    params, buffers, mutated, trained = names
     clash = {LR, STEP, "loss"} & set(params + buffers)
     if clash:
         raise ValueError(f"training-step export: the module has state named {sorted(clash)}, which the step "
                          "graph uses for its own inputs and outputs")
-    program = torch.onnx.export(joint, tuple(module_state[n] for n in params + buffers) + module_args + loss_args,
-                                dynamo=True, custom_translation_table=translation_table(),
-                                input_names=params + buffers + data, verbose=False)
-    model = program.model_proto
+    report = None
+    if verify:
+        report = _verify(traced, module, loss_fn, module_args, loss_args, module_state, names)
+    model = ModelProto()
+    model.CopyFrom(traced.model)
     outputs = [o.name for o in model.graph.output]
     loss = outputs[len(mutated)]
     new_buffers = dict(zip(mutated, outputs[:len(mutated)], strict=True))
     grads = dict(zip(trained, outputs[len(mutated) + 1:], strict=True))
     slots = _append_update(model, params, buffers, new_buffers, loss, grads, optimizer, max_grad_norm)
-    initial = {n: module_state[n].numpy() for n in params + buffers}
+    initial = {n: _numpy(module_state[n]) for n in params + buffers}
     initial.update({slot: np.zeros_like(initial[param]) for slot, param in slots.items()})  # as torch.optim starts
-    return TrainingStep(opset.with_functions(model), _export_eval(module, params + buffers, module_args),
-                        initial, params, trained, buffers, optimizer, max_grad_norm, data)
+    data = [f"input_{k}" for k in range(len(module_args))] + [f"target_{k}" for k in range(len(loss_args))]
+    evaluated = functools.partial(_export_eval, copy.deepcopy(module).eval(), params + buffers, module_args)
+    return TrainingStep(opset.with_functions(model), initial, params, trained, buffers, optimizer, max_grad_norm,
+                        data, check=report, eval_export=evaluated)
+
+
+def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: dict,
+           ) -> tuple[Traced, tuple[list[str], list[str], list[str], list[str]]]:
+    """The joint forward/backward graph of the step, traced by aot_autograd (lossops custom ops for the losses
+    that have them) and exported to ONNX, and the names of (parameters, buffers, mutated buffers, parameters
+    with gradients). Tensors the step captures become constants of the graph."""
+    from .torch_ops import LossopsLosses
+
+    try:
+        with LossopsLosses():
+            joint = trace(module, loss_fn, module_args, loss_args)
+        params, buffers, mutated, trained = joint.parameters, joint.buffers, joint.mutated, joint.trained
+        data = [f"input_{k}" for k in range(len(module_args))] + [f"target_{k}" for k in range(len(loss_args))]
+        arguments = tuple(module_state[n] for n in params + buffers) + module_args + loss_args
+        program = torch.onnx.export(joint.graph, arguments, dynamo=True, custom_translation_table=translation_table(),
+                                    input_names=params + buffers + data, verbose=False)
+    except Exception as e:
+        explained = explain(e)
+        if explained is None:
+            raise
+        raise explained from None
+    outputs = [f"buffer {n}" for n in mutated] + ["loss"] + [f"grad {n}" for n in trained]
+    return Traced(joint.graph, program.model_proto, arguments, outputs), (params, buffers, mutated, trained)
+
+
+def _verify(traced: Traced, module, loss_fn, module_args: tuple, loss_args: tuple, module_state: dict,
+            names: tuple) -> StepCheck:
+    """step_check.check on the traced step, or on its twin without dropout where it draws random numbers."""
+    params, _, mutated, trained = names
+    twin = bool(step_check.random_ops(traced.joint))
+    if twin:
+        with step_check.NoDropout():
+            traced, _ = _trace(module, loss_fn, module_args, loss_args, module_state)
+        left = step_check.random_ops(traced.joint)
+        if left:
+            raise step_check.StepCheckError(
+                f"export_training_step: the step draws random numbers with {', '.join(left)}, which the check "
+                f"against PyTorch cannot compare draw for draw (dropout it can: it checks a twin without "
+                f"dropout). {step_check.HOW_TO_SKIP}.")
+    return step_check.check(traced, module, loss_fn, module_args, loss_args, params, mutated, trained,
+                            translation_table(), twin=twin)
+
+
+def _numpy(tensor) -> np.ndarray:
+    return step_check._numpy(tensor)
 
 
 def _append_update(model: ModelProto, params: list[str], buffers: list[str], new_buffers: dict[str, str],
@@ -159,20 +209,19 @@ def _append_update(model: ModelProto, params: list[str], buffers: list[str], new
     return slots
 
 
-def _export_eval(module, state: list[str], module_args: tuple) -> ModelProto:
-    """The module's eval-mode forward with its state as graph inputs (before the module inputs)."""
+def _export_eval(evaluated, state: list[str], module_args: tuple) -> ModelProto:
+    """The eval-mode forward of module `evaluated` (a copy) with its state as graph inputs (before the module
+    inputs)."""
     from torch.func import functional_call
 
     from .torch import export
-
-    evaluated = copy.deepcopy(module).eval()
 
     class Eval(torch.nn.Module):
         def forward(self, *args):
             return functional_call(evaluated, dict(zip(state, args[:len(state)], strict=True)), args[len(state):])
 
     values = evaluated.state_dict()
-    return export(Eval(), tuple(values[n] for n in state) + module_args, verbose=False,
+    return export(Eval().eval(), tuple(values[n] for n in state) + module_args, verbose=False,
                   input_names=state + [f"input_{k}" for k in range(len(module_args))])
 
 

@@ -1,0 +1,257 @@
+"""The check `export_training_step` runs before it returns: the exported forward and backward, run in
+onnxruntime on the example batch, against PyTorch autograd on the same batch.
+
+The reference is autograd on a copy of the module in float64 (where the module runs in float64); the same
+autograd in the module's own precision says how far that precision alone strays from it. An exported value
+passes when it is no further from the float64 reference than a few times PyTorch's own rounding, or a small
+fraction of the value's size (`FLOOR`). When a value fails, the exported graph is run again with every op's
+output exposed, beside the traced graph in PyTorch, and the first op whose values part names the culprit.
+
+Random ops cannot be compared draw for draw: a step whose graph draws random numbers (dropout) is checked as a
+twin traced with every dropout probability set to 0, which differs from the exported step only there.
+Needs torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from onnx import ModelProto
+
+from ..extras import require
+
+torch = require("torch", "training-step export", extra="train")
+import torch.nn.functional as F  # noqa: E402
+from torch.utils import _pytree as pytree  # noqa: E402
+
+# PyTorch's own rounding error times SLACK, or FLOOR times the reference's largest magnitude, whichever is larger
+SLACK = 16
+FLOOR = {torch.float64: 1e-11, torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
+# when localising: an op's exported output differs from PyTorch's (same precision, same inputs) beyond this
+LOCATE = {torch.float64: 1e-9, torch.float32: 1e-3, torch.float16: 3e-2, torch.bfloat16: 1e-1}
+
+HOW_TO_SKIP = ("export_training_step(..., verify=False) skips this check, which runs the exported step once on "
+               "the example batch in onnxruntime and once in PyTorch, and changes nothing else")
+
+
+class StepCheckError(ValueError):
+    """The exported step computes something PyTorch does not (or it cannot be checked)."""
+
+
+@dataclass
+class StepCheck:
+    """What the check compared: each output's error relative to its reference's size (loss, `grad <parameter>`,
+    `buffer <name>`; `check` says how a value that is zero up to rounding is measured), in what precision the
+    reference ran, and how long the comparison took."""
+
+    errors: dict[str, float] = field(default_factory=dict)
+    reference: str = "float64"
+    twin: bool = False  # checked on a twin without dropout (the step draws random numbers)
+    seconds: float = 0.0
+
+    @property
+    def worst(self) -> float:
+        return max(self.errors.values(), default=0.0)
+
+
+@dataclass
+class Traced:
+    """A traced joint graph and what the check needs to run it both ways."""
+
+    joint: object  # torch.fx.GraphModule: (parameters, buffers, data) -> (new buffers, loss, gradients)
+    model: ModelProto  # its export, with the lossops functions: same inputs and outputs
+    arguments: tuple  # the real values of its inputs, in order
+    outputs: list[str]  # "buffer <name>", "loss", "grad <name>": what each output is, in order
+
+
+def random_ops(joint) -> list[str]:
+    """The ops of a traced graph that draw random numbers."""
+    return sorted({str(n.target) for n in joint.graph.nodes
+                   if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)
+                   and torch.Tag.nondeterministic_seeded in n.target.tags})
+
+
+class NoDropout(torch.overrides.TorchFunctionMode):
+    """While active, dropout of every kind (the functional forms, attention's dropout_p, recurrent layers'
+    dropout between layers) is off: the twin the check traces and PyTorch's reference both run without it."""
+
+    DROPOUTS = frozenset({F.dropout, F.dropout1d, F.dropout2d, F.dropout3d, F.alpha_dropout, F.feature_alpha_dropout,
+                          torch.dropout, torch.alpha_dropout, torch.feature_dropout, torch.feature_alpha_dropout})
+    RECURRENT = frozenset({torch.lstm, torch.gru, torch.rnn_tanh, torch.rnn_relu})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in self.DROPOUTS:
+            return args[0] if args else kwargs["input"]
+        if func is F.scaled_dot_product_attention:
+            kwargs["dropout_p"] = 0.0
+            if len(args) > 4:
+                args = (*args[:4], 0.0, *args[5:])
+        elif func in self.RECURRENT:  # (..., dropout, train, ...): the float argument is the dropout
+            args = tuple(0.0 if type(a) is float else a for a in args)
+        return func(*args, **kwargs)
+
+
+class Float64(torch.overrides.TorchFunctionMode):
+    """While active, a floating tensor of lower precision that reaches a torch function (a constant a loss
+    captured, a tensor the forward makes) is used in float64: with the module and its inputs in float64,
+    the whole step runs in float64."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        def up(value):
+            if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64:
+                return value.double()
+            return value
+
+        return func(*pytree.tree_map(up, tuple(args)), **pytree.tree_map(up, dict(kwargs or {})))
+
+
+def check(traced: Traced, module, loss_fn: Callable, module_args: tuple, loss_args: tuple,
+          params: list[str], mutated: list[str], trained: list[str], translation: dict,
+          twin: bool = False) -> StepCheck:
+    """Run `traced.model` in onnxruntime and compare every output with PyTorch autograd (module docstring).
+    Raises StepCheckError naming the worst output and the first op whose values differ."""
+    from ..ort_ext import InferenceSession
+
+    started = time.perf_counter()
+    got = InferenceSession(traced.model, _quiet_options(), mode="decomposition").run(None, _feeds(traced))
+    own = _autograd(module, loss_fn, module_args, loss_args, trained, mutated, float64=False)
+    reference = "float64"
+    try:
+        precise = _autograd(module, loss_fn, module_args, loss_args, trained, mutated, float64=True)
+    except Exception as e:  # any failure means: no float64 reference for this module
+        precise = own
+        reference = f"the module's precision (it does not run in float64: {type(e).__name__}: {_first_line(e)})"
+    report = StepCheck(reference=reference, twin=twin)
+    failures = []
+    for what, value in zip(traced.outputs, got, strict=True):
+        dtype = own[what].dtype
+        want, rounding = precise[what].double().numpy(), (own[what].double() - precise[what].double()).numpy()
+        scale = _largest(want)
+        allowed = max(SLACK * _largest(rounding), FLOOR.get(dtype, 1e-5) * scale, np.finfo(np.float64).tiny)
+        error = _difference(value.astype(np.float64), want)
+        floor = FLOOR.get(dtype, 1e-5)
+        # relative to the value's size; a value that is zero up to rounding is measured against the size at
+        # which its rounding would be the floor (so a passing output reports at most the floor)
+        report.errors[what] = error / max(scale, allowed / floor) if error else 0.0
+        if error > allowed:
+            failures.append((error / allowed, what, error, scale, allowed))
+    report.seconds = time.perf_counter() - started
+    if failures:
+        _, what, error, scale, allowed = max(failures)
+        where = locate(traced, translation)
+        raise StepCheckError(
+            f"export_training_step: the exported step does not compute what PyTorch autograd computes on the "
+            f"example batch{' (checked without dropout)' if twin else ''}: {what} differs by up to {error:.3g} "
+            f"where PyTorch's values reach {scale:.3g} (PyTorch's own rounding allows {allowed:.3g}; "
+            f"{len(failures)} of {len(traced.outputs)} outputs differ). {where} {HOW_TO_SKIP}.")
+    return report
+
+
+def _feeds(traced: Traced) -> dict[str, np.ndarray]:
+    names = [i.name for i in traced.model.graph.input]
+    return {n: _numpy(v) for n, v in zip(names, traced.arguments, strict=True)}
+
+
+def _numpy(tensor) -> np.ndarray:
+    if tensor.dtype == torch.bfloat16:
+        import ml_dtypes
+
+        return tensor.detach().view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.detach().numpy()
+
+
+def _largest(array: np.ndarray) -> float:
+    finite = np.abs(array[np.isfinite(array)])
+    return float(finite.max()) if finite.size else 0.0
+
+
+def _difference(got: np.ndarray, want: np.ndarray) -> float:
+    """The largest |got - want|, where NaN matches NaN and an infinity the same infinity; inf where one is
+    NaN or infinite and the other not."""
+    if got.shape != want.shape:
+        return math.inf
+    same = (got == want) | (np.isnan(got) & np.isnan(want))
+    if not np.all(same | (np.isfinite(got) & np.isfinite(want))):
+        return math.inf
+    delta = np.where(same, 0.0, np.abs(got - want))
+    return float(delta.max()) if delta.size else 0.0
+
+
+def _autograd(module, loss_fn, module_args: tuple, loss_args: tuple, trained: list[str], mutated: list[str],
+              float64: bool) -> dict:
+    """{output: tensor} as PyTorch autograd computes it on copies of the module and the loss, without dropout."""
+    module, loss_fn = copy.deepcopy(module), copy.deepcopy(loss_fn)
+    modes = contextlib.ExitStack()
+    if float64:
+        module = module.double()
+        if isinstance(loss_fn, torch.nn.Module):
+            loss_fn = loss_fn.double()
+        module_args, loss_args = (tuple(a.double() if a.is_floating_point() else a for a in args)
+                                  for args in (module_args, loss_args))
+        modes.enter_context(Float64())
+        modes.callback(torch.set_default_dtype, torch.get_default_dtype())
+        torch.set_default_dtype(torch.float64)
+    modes.enter_context(NoDropout())
+    parameters = dict(module.named_parameters(remove_duplicate=False))
+    with modes:
+        loss = loss_fn(module.train()(*module_args), *loss_args)
+        wanted = [parameters[n] for n in trained]
+        grads = torch.autograd.grad(loss, wanted, allow_unused=True)
+    values = {"loss": loss.detach()}
+    state = module.state_dict()
+    values.update({f"buffer {n}": state[n].detach() for n in mutated})
+    values.update({f"grad {n}": torch.zeros_like(p) if g is None else g.detach()
+                   for n, p, g in zip(trained, wanted, grads, strict=True)})
+    return values
+
+
+def _quiet_options():
+    """One-off sessions: ORT's threads must not spin on after the run, beside PyTorch's."""
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
+def _first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0]
+
+
+def locate(traced: Traced, translation: dict) -> str:
+    """A sentence naming the first op of the traced graph whose exported value differs from PyTorch's, both
+    computed in the module's precision from the same inputs; or saying why none was found."""
+    from ..ort_ext import InferenceSession
+
+    joint = traced.joint
+    graph = copy.deepcopy(joint.graph)
+    probes = [n for n in graph.nodes if n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor)
+              and n.target is not torch.ops.aten.detach.default]
+    (output,) = [n for n in graph.nodes if n.op == "output"]
+    output.args = (tuple(probes),)
+    probe = torch.fx.GraphModule(joint, graph)
+    try:
+        with torch.no_grad():
+            expected = probe(*traced.arguments)
+        program = torch.onnx.export(probe, traced.arguments, dynamo=True, custom_translation_table=translation,
+                                    input_names=[i.name for i in traced.model.graph.input], verbose=False,
+                                    optimize=False)
+        got = InferenceSession(program.model_proto, _quiet_options(), mode="decomposition").run(None, _feeds(traced))
+    except Exception as e:  # the localisation is a diagnosis: its own failure is reported
+        return f"(The op could not be located: {type(e).__name__}: {_first_line(e)}.)"
+    for node, value, want in zip(probes, got, expected, strict=True):
+        want, value = _numpy(want).astype(np.float64), value.astype(np.float64)
+        error, scale = _difference(value, want), _largest(want)
+        if error > LOCATE.get(node.meta["val"].dtype, 0.0) * scale:
+            op = node.target if node.target.__module__ != "_operator" else node.args[0].target
+            which = f", output {node.args[1]}" if node.target.__module__ == "_operator" else ""
+            return (f"The first op whose exported value differs: {op}{which} (traced node '{node.name}'), by up to "
+                    f"{error:.3g} where PyTorch's values reach {scale:.3g}.")
+    return "(Every op matches PyTorch on its own inputs: the difference builds up from rounding.)"
