@@ -9,6 +9,10 @@ real models meet:
   (aot_export_module's signature keys gradients by node, and stops with an assertion).
 
 A tensor the step captures (a loss module's `weight`, a closure's tensor) is a constant of the graph.
+
+Dims of the data can be symbolic (`dims`): the graph then holds for every size of them, as PyTorch's own code
+does, wherever the module's code does not depend on the size it was traced with. Axes that PyTorch finds equal
+(a batch's inputs and targets) share one name.
 Needs torch.
 """
 
@@ -21,10 +25,14 @@ from ..extras import require
 torch = require("torch", "training-step export", extra="train")
 
 
+Dims = list[dict[int, str]]  # per data input, its symbolic axes and their names
+
+
 @dataclass
 class Joint:
     """graph: (parameters, buffers, data) -> (new value of each mutated buffer, loss, gradient of each trained
-    parameter); the names, in those orders. `aliases` maps a tied parameter's other names to the one used."""
+    parameter); the names, in those orders. `aliases` maps a tied parameter's other names to the one used;
+    `dims` the data's symbolic axes, `fixed` the ones asked for that the module's code fixed to their size."""
 
     graph: object  # torch.fx.GraphModule
     parameters: list[str]
@@ -32,14 +40,19 @@ class Joint:
     mutated: list[str]
     trained: list[str]
     aliases: dict[str, str]
+    dims: Dims
+    fixed: list[tuple[int, int, int]]  # (data input, axis, size)
 
 
-def trace(module, loss_fn, module_args: tuple, loss_args: tuple) -> Joint:
-    """Trace `loss_fn(module(*module_args), *loss_args)` and its gradients (module docstring)."""
+def trace(module, loss_fn, module_args: tuple, loss_args: tuple, dims: Dims | None = None) -> Joint:
+    """Trace `loss_fn(module(*module_args), *loss_args)` and its gradients (module docstring). `dims`, per data
+    input, names the axes to keep symbolic; a name of None takes the name of the first axis found equal to it,
+    or `<k>_<axis>`."""
     from torch._functorch.aot_autograd import _aot_export_function
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.func import functional_call
     from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
     parameters = dict(module.named_parameters())  # tied parameters once, under their first name
     aliases = {name: next(n for n, p in parameters.items() if p is tensor)
@@ -54,9 +67,19 @@ def trace(module, loss_fn, module_args: tuple, loss_args: tuple) -> Joint:
         out = functional_call(module, values, tuple(data[:len(module_args)]), tie_weights=True, strict=False)
         return (loss_fn(out, *data[len(module_args):]),)
 
+    data = module_args + loss_args
+    dims = dims or [{} for _ in data]
     # a tensor the step captures (not an argument, not the module's) is a constant of the graph, not an error
-    fake = FakeTensorMode(allow_non_fake_inputs=True)
-    full = [*state.values(), *(fake.from_tensor(a) for a in module_args + loss_args)]
+    fake = FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv() if any(dims) else None)
+
+    def fakeify(tensor, axes):
+        if not axes:
+            return fake.from_tensor(tensor, static_shapes=True)
+        sizes = [DimDynamic.DYNAMIC if a in axes else DimDynamic.STATIC for a in range(tensor.dim())]
+        return fake.from_tensor(tensor, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes))
+
+    fakes = [fakeify(t, d) for t, d in zip(data, dims, strict=True)]
+    full = [*state.values(), *fakes]
     trained: list[str] = []
     graph = meta = None
 
@@ -75,14 +98,33 @@ def trace(module, loss_fn, module_args: tuple, loss_args: tuple) -> Joint:
     try:
         with _equivalent_kernels():
             graph, meta, _, _ = _aot_export_function(step, tuple(full), num_params_buffers=count, no_tangents=True,
-                                                     decompositions={}, trace_joint=True)
-            joint = make_fx(flat_joint, record_module_stack=True)(*full)
+                                                     decompositions={}, trace_joint=True,
+                                                     dynamic_shapes=fake.shape_env is not None)
+            with fake:  # factory ops of symbolic size (an RNN's zero state) are traced, not run
+                joint = make_fx(flat_joint, record_module_stack=True)(*full)
     finally:
         for m, training in modes.items():
             m.train(training)
     _distinct_outputs(joint, next(n for n in joint.graph.nodes if n.op == "output"))
     mutated = [names[i] for i in meta.mutated_inp_runtime_indices]
-    return Joint(joint, list(parameters), list(buffers), mutated, trained, aliases)
+    symbolic, fixed = _resolve(fake.shape_env, fakes, dims)
+    return Joint(joint, list(parameters), list(buffers), mutated, trained, aliases, symbolic, fixed)
+
+
+def _resolve(shape_env, fakes: list, dims: Dims) -> tuple[Dims, list[tuple[int, int, int]]]:
+    """The axes that stayed symbolic, named (axes PyTorch found equal share the first one's name), and the ones
+    the trace fixed to their size."""
+    symbolic: Dims = [{} for _ in fakes]
+    fixed, names = [], {}
+    for k, (tensor, axes) in enumerate(zip(fakes, dims, strict=True)):
+        for axis, name in axes.items():
+            size = tensor.shape[axis]
+            expr = shape_env.simplify(size.node.expr) if isinstance(size, torch.SymInt) else size
+            if not isinstance(size, torch.SymInt) or expr.is_number:
+                fixed.append((k, axis, int(expr)))
+                continue
+            symbolic[k][axis] = names.setdefault(str(expr), name or f"{k}_{axis}")
+    return symbolic, fixed
 
 
 def _equivalent_kernels():

@@ -2,10 +2,13 @@
 default): SGD (momentum, dampening, nesterov, weight decay), Adam and AdamW (bias correction, amsgrad),
 and clipping of the gradients by their global norm (torch.nn.utils.clip_grad_norm_).
 
-The step graph takes the learning rate and the count of steps already taken as run-time inputs (float64
-and int64 scalars), so any schedule works without re-exporting. Scalars that PyTorch computes in Python
-(bias corrections, lr / bias correction) are computed in float64 here too, then cast to the parameter's
-type, as PyTorch casts them when it hands them to its float32 kernels.
+The step graph takes the learning rate, the other hyper-parameters (`Optimizer.hyper`: momentum, betas,
+weight decay, ...) and the count of steps already taken as run-time inputs (float64 and int64 scalars), so
+any schedule works without re-exporting. What shapes the graph is fixed at export: which state an optimizer
+keeps (a momentum buffer where momentum is not 0), nesterov, amsgrad, and whether weight decay is applied
+(where it is not 0). Scalars that PyTorch computes in Python (1 - beta, bias corrections, lr / bias
+correction) are computed in float64 here too, then cast to the parameter's type, as PyTorch casts them when
+it hands them to its float32 kernels.
 """
 
 from __future__ import annotations
@@ -25,9 +28,24 @@ def new_name(name: str) -> str:
     return f"{name}.new"
 
 
+def gradient_name(param: str) -> str:
+    """The optimizer-step-alone graph's input for the gradient of `param` (gradient accumulation)."""
+    return f"{param}.grad"
+
+
 def slot_name(param: str, slot: str) -> str:
     """The state entry of optimizer slot `slot` (torch.optim's name, e.g. exp_avg) for parameter `param`."""
     return f"{param}/{slot}"
+
+
+def _scalar(g: Nodes, value: str, elem: int) -> str:
+    """A float64 run-time scalar in the parameter's type."""
+    return g.op("Cast", value, to=elem)
+
+
+def _one_minus(g: Nodes, value: str, elem: int) -> str:
+    """1 - a float64 run-time scalar, computed in float64 (as Python computes it), in the parameter's type."""
+    return g.op("Cast", g.op("Sub", g.const(1.0, TensorProto.DOUBLE), value), to=elem)
 
 
 @dataclass(frozen=True)
@@ -49,23 +67,30 @@ class SGD:
         """Per-parameter state, named as torch.optim's state dict names it."""
         return ("momentum_buffer",) if self.momentum else ()
 
+    @property
+    def hyper(self) -> dict[str, float]:
+        """The run-time hyper-parameters besides `lr`, with their values at export (those the graph uses)."""
+        names = (("momentum", "dampening") if self.momentum else ()) + (("weight_decay",) if self.weight_decay else ())
+        return {n: float(getattr(self, n)) for n in names}
+
     def update(self, g: Nodes, param: str, grad: str, state: dict[str, str], elem: int, first: str,
-               lr: str, step: str) -> tuple[str, dict[str, str]]:
+               lr: str, step: str, hyper: dict[str, str]) -> tuple[str, dict[str, str]]:
         """(new parameter, new state) for one parameter. `first` is true on the first step (bool scalar);
-        `lr` is the learning rate in float64, `step` the new step count in float64."""
+        `lr` is the learning rate in float64, `step` the new step count in float64, `hyper` the inputs of the
+        other hyper-parameters (float64)."""
         d = grad
         if self.weight_decay:
-            d = g.op("Add", d, g.op("Mul", param, g.const(self.weight_decay, elem)))
+            d = g.op("Add", d, g.op("Mul", param, _scalar(g, hyper["weight_decay"], elem)))
         new_state = {}
         if self.momentum:
             buf = state["momentum_buffer"]
-            later = g.op("Add", g.op("Mul", buf, g.const(self.momentum, elem)),
-                         g.op("Mul", d, g.const(1 - self.dampening, elem)) if self.dampening else d)
+            momentum = _scalar(g, hyper["momentum"], elem)
+            later = g.op("Add", g.op("Mul", buf, momentum), g.op("Mul", d, _one_minus(g, hyper["dampening"], elem)))
             # torch.optim.SGD's first step sets the buffer to the gradient itself, whatever the dampening
-            buf = g.op("Where", first, d, later, hint="momentum_buffer") if self.dampening else later
+            buf = g.op("Where", first, d, later, hint="momentum_buffer")
             new_state["momentum_buffer"] = buf
-            d = g.op("Add", d, g.op("Mul", buf, g.const(self.momentum, elem))) if self.nesterov else buf
-        return g.op("Sub", param, g.op("Mul", d, g.op("Cast", lr, to=elem))), new_state
+            d = g.op("Add", d, g.op("Mul", buf, momentum)) if self.nesterov else buf
+        return g.op("Sub", param, g.op("Mul", d, _scalar(g, lr, elem))), new_state
 
     def torch(self, params, lr: float | None = None):
         import torch
@@ -89,28 +114,35 @@ class Adam:
     def slots(self) -> tuple[str, ...]:
         return ("exp_avg", "exp_avg_sq") + (("max_exp_avg_sq",) if self.amsgrad else ())
 
+    @property
+    def hyper(self) -> dict[str, float]:
+        """The run-time hyper-parameters besides `lr` (betas as beta1, beta2), with their values at export."""
+        values = {"beta1": self.betas[0], "beta2": self.betas[1], "eps": self.eps}
+        return {k: float(v) for k, v in values.items()} | ({"weight_decay": float(self.weight_decay)}
+                                                          if self.weight_decay else {})
+
     def update(self, g: Nodes, param: str, grad: str, state: dict[str, str], elem: int, first: str,
-               lr: str, step: str) -> tuple[str, dict[str, str]]:
-        beta1, beta2 = self.betas
+               lr: str, step: str, hyper: dict[str, str]) -> tuple[str, dict[str, str]]:
         double = TensorProto.DOUBLE
+        beta1, beta2 = hyper["beta1"], hyper["beta2"]
         if self.weight_decay and self.decoupled:
-            keep = g.op("Sub", g.const(1.0, double), g.op("Mul", lr, g.const(self.weight_decay, double)))
+            keep = g.op("Sub", g.const(1.0, double), g.op("Mul", lr, hyper["weight_decay"]))
             param = g.op("Mul", param, g.op("Cast", keep, to=elem))
         elif self.weight_decay:
-            grad = g.op("Add", grad, g.op("Mul", param, g.const(self.weight_decay, elem)))
+            grad = g.op("Add", grad, g.op("Mul", param, _scalar(g, hyper["weight_decay"], elem)))
         m, v = state["exp_avg"], state["exp_avg_sq"]
         # exp_avg.lerp_(grad, 1 - beta1), exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        m = g.op("Add", m, g.op("Mul", g.op("Sub", grad, m), g.const(1 - beta1, elem)), hint="exp_avg")
-        v = g.op("Add", g.op("Mul", v, g.const(beta2, elem)),
-                 g.op("Mul", g.op("Mul", grad, grad), g.const(1 - beta2, elem)), hint="exp_avg_sq")
+        m = g.op("Add", m, g.op("Mul", g.op("Sub", grad, m), _one_minus(g, beta1, elem)), hint="exp_avg")
+        v = g.op("Add", g.op("Mul", v, _scalar(g, beta2, elem)),
+                 g.op("Mul", g.op("Mul", grad, grad), _one_minus(g, beta2, elem)), hint="exp_avg_sq")
         new_state = {"exp_avg": m, "exp_avg_sq": v}
         if self.amsgrad:
             v = new_state["max_exp_avg_sq"] = g.op("Max", state["max_exp_avg_sq"], v, hint="max_exp_avg_sq")
-        correction1 = g.op("Sub", g.const(1.0, double), g.op("Pow", g.const(beta1, double), step))
-        correction2_sqrt = g.op("Sqrt", g.op("Sub", g.const(1.0, double), g.op("Pow", g.const(beta2, double), step)))
+        correction1 = g.op("Sub", g.const(1.0, double), g.op("Pow", beta1, step))
+        correction2_sqrt = g.op("Sqrt", g.op("Sub", g.const(1.0, double), g.op("Pow", beta2, step)))
         step_size = g.op("Cast", g.op("Div", lr, correction1), to=elem)
         denom = g.op("Add", g.op("Div", g.op("Sqrt", v), g.op("Cast", correction2_sqrt, to=elem)),
-                     g.const(self.eps, elem))
+                     _scalar(g, hyper["eps"], elem))
         return g.op("Sub", param, g.op("Mul", g.op("Div", m, denom), step_size)), new_state
 
     def torch(self, params, lr: float | None = None):

@@ -50,10 +50,11 @@ class StepCheck:
     `buffer <name>`; `check` says how a value that is zero up to rounding is measured), in what precision the
     reference ran, and how long the comparison took."""
 
-    errors: dict[str, float] = field(default_factory=dict)
+    errors: dict[str, float] = field(default_factory=dict)  # the worst over the batches checked
     reference: str = "float64"
     twin: bool = False  # checked on a twin without dropout (the step draws random numbers)
     seconds: float = 0.0
+    batches: list[str] = field(default_factory=list)  # what was checked: the example, and a shorter one
 
     @property
     def worst(self) -> float:
@@ -68,6 +69,7 @@ class Traced:
     model: ModelProto  # its export, with the lossops functions: same inputs and outputs
     arguments: tuple  # the real values of its inputs, in order
     outputs: list[str]  # "buffer <name>", "loss", "grad <name>": what each output is, in order
+    dims: list[dict[int, str]] = field(default_factory=list)  # the data inputs' symbolic axes, named
 
 
 def random_ops(joint) -> list[str]:
@@ -113,50 +115,88 @@ class Float64(torch.overrides.TorchFunctionMode):
 
 
 def check(traced: Traced, module, loss_fn: Callable, module_args: tuple, loss_args: tuple,
-          params: list[str], mutated: list[str], trained: list[str], translation: dict,
-          twin: bool = False) -> StepCheck:
-    """Run `traced.model` in onnxruntime and compare every output with PyTorch autograd (module docstring).
+          mutated: list[str], trained: list[str], translation: dict, twin: bool = False) -> StepCheck:
+    """Run `traced.model` in onnxruntime and compare every output with PyTorch autograd (module docstring), on the
+    example batch and, where the step has symbolic axes, on the example cut one shorter along each of them.
     Raises StepCheckError naming the worst output and the first op whose values differ."""
     from ..ort_ext import InferenceSession
 
     started = time.perf_counter()
-    got = InferenceSession(traced.model, _quiet_options(), mode="decomposition").run(None, _feeds(traced))
-    own = _autograd(module, loss_fn, module_args, loss_args, trained, mutated, float64=False)
-    reference = "float64"
-    try:
-        precise = _autograd(module, loss_fn, module_args, loss_args, trained, mutated, float64=True)
-    except Exception as e:  # any failure means: no float64 reference for this module
-        precise = own
-        reference = f"the module's precision (it does not run in float64: {type(e).__name__}: {_first_line(e)})"
-    report = StepCheck(reference=reference, twin=twin)
-    failures = []
-    for what, value in zip(traced.outputs, got, strict=True):
-        dtype = own[what].dtype
-        want, rounding = precise[what].double().numpy(), (own[what].double() - precise[what].double()).numpy()
-        scale = _largest(want)
-        allowed = max(SLACK * _largest(rounding), FLOOR.get(dtype, 1e-5) * scale, np.finfo(np.float64).tiny)
-        error = _difference(value.astype(np.float64), want)
-        floor = FLOOR.get(dtype, 1e-5)
-        # relative to the value's size; a value that is zero up to rounding is measured against the size at
-        # which its rounding would be the floor (so a passing output reports at most the floor)
-        report.errors[what] = error / max(scale, allowed / floor) if error else 0.0
-        if error > allowed:
-            failures.append((error / allowed, what, error, scale, allowed))
+    session = InferenceSession(traced.model, _quiet_options(), mode="decomposition")
+    report = StepCheck(twin=twin)
+    batches = [("the example batch", traced.arguments, module_args, loss_args)]
+    shorter = _shorter(traced, module_args, loss_args)
+    if shorter is not None:
+        batches.append(shorter)
+    for k, (batch, arguments, margs, largs) in enumerate(batches):
+        try:
+            own = _autograd(module, loss_fn, margs, largs, trained, mutated, float64=False)
+        except Exception:
+            if k == 0:
+                raise
+            break  # PyTorch refuses the shorter batch (bags whose offsets point past it): nothing to compare
+        try:
+            precise = _autograd(module, loss_fn, margs, largs, trained, mutated, float64=True)
+        except Exception as e:  # any failure means: no float64 reference for this module
+            precise = own
+            report.reference = (f"the module's precision (it does not run in float64: {type(e).__name__}: "
+                                f"{_first_line(e)})")
+        got = session.run(None, _feeds(traced, arguments))
+        failures = _compare(traced.outputs, got, own, precise, report)
+        if failures:
+            _, what, error, scale, allowed = max(failures)
+            where = locate(traced, translation, arguments)
+            raise StepCheckError(
+                f"export_training_step: the exported step does not compute what PyTorch autograd computes on "
+                f"{batch}{' (checked without dropout)' if twin else ''}: {what} differs by up to {error:.3g} "
+                f"where PyTorch's values reach {scale:.3g} (PyTorch's own rounding allows {allowed:.3g}; "
+                f"{len(failures)} of {len(traced.outputs)} outputs differ). {where} {HOW_TO_SKIP}.")
+        report.batches.append(batch)
     report.seconds = time.perf_counter() - started
-    if failures:
-        _, what, error, scale, allowed = max(failures)
-        where = locate(traced, translation)
-        raise StepCheckError(
-            f"export_training_step: the exported step does not compute what PyTorch autograd computes on the "
-            f"example batch{' (checked without dropout)' if twin else ''}: {what} differs by up to {error:.3g} "
-            f"where PyTorch's values reach {scale:.3g} (PyTorch's own rounding allows {allowed:.3g}; "
-            f"{len(failures)} of {len(traced.outputs)} outputs differ). {where} {HOW_TO_SKIP}.")
     return report
 
 
-def _feeds(traced: Traced) -> dict[str, np.ndarray]:
+def _compare(outputs: list[str], got: list[np.ndarray], own: dict, precise: dict, report: StepCheck) -> list[tuple]:
+    """Record each output's error in `report`; (how far past the allowance, output, error, scale, allowance) of
+    each that fails."""
+    failures = []
+    for what, value in zip(outputs, got, strict=True):
+        dtype = own[what].dtype
+        want, rounding = precise[what].double().numpy(), (own[what].double() - precise[what].double()).numpy()
+        scale = _largest(want)
+        floor = FLOOR.get(dtype, 1e-5)
+        allowed = max(SLACK * _largest(rounding), floor * scale, np.finfo(np.float64).tiny)
+        error = _difference(value.astype(np.float64), want)
+        # relative to the value's size; a value that is zero up to rounding is measured against the size at
+        # which its rounding would be the floor (so a passing output reports at most the floor)
+        relative = error / max(scale, allowed / floor) if error else 0.0
+        report.errors[what] = max(report.errors.get(what, 0.0), relative)
+        if error > allowed:
+            failures.append((error / allowed, what, error, scale, allowed))
+    return failures
+
+
+def _shorter(traced: Traced, module_args: tuple, loss_args: tuple) -> tuple | None:
+    """(label, graph arguments, module args, loss args) of the example cut one shorter along every symbolic
+    axis longer than 2 (PyTorch treats sizes 0 and 1 apart), or None where there is none."""
+    count = len(traced.arguments) - len(module_args) - len(loss_args)
+    data = list(traced.arguments[count:])
+    sizes = {}
+    for k, axes in enumerate(traced.dims):
+        for axis, name in axes.items():
+            if data[k].shape[axis] > 2:
+                sizes[name] = data[k].shape[axis] - 1
+                data[k] = data[k].narrow(axis, 0, sizes[name])
+    if not sizes:
+        return None
+    label = "the example batch cut to " + ", ".join(f"{name}={size}" for name, size in sizes.items())
+    return (label, (*traced.arguments[:count], *data), tuple(data[:len(module_args)]),
+            tuple(data[len(module_args):]))
+
+
+def _feeds(traced: Traced, arguments: tuple) -> dict[str, np.ndarray]:
     names = [i.name for i in traced.model.graph.input]
-    return {n: _numpy(v) for n, v in zip(names, traced.arguments, strict=True)}
+    return {n: _numpy(v) for n, v in zip(names, arguments, strict=True)}
 
 
 def _numpy(tensor) -> np.ndarray:
@@ -212,6 +252,15 @@ def _autograd(module, loss_fn, module_args: tuple, loss_args: tuple, trained: li
     return values
 
 
+def _dynamic_shapes(traced: Traced) -> tuple | None:
+    """torch.onnx.export's dynamic_shapes for the traced graph's inputs (None where every axis is static)."""
+    symbols = {name: torch.export.Dim(name) for axes in traced.dims for name in axes.values()}
+    if not symbols:
+        return None
+    count = len(traced.arguments) - len(traced.dims)
+    return (*[None] * count, *({a: symbols[n] for a, n in axes.items()} or None for axes in traced.dims))
+
+
 def _quiet_options():
     """One-off sessions: ORT's threads must not spin on after the run, beside PyTorch's."""
     import onnxruntime
@@ -225,7 +274,7 @@ def _first_line(error: BaseException) -> str:
     return (str(error).strip().splitlines() or [""])[0]
 
 
-def locate(traced: Traced, translation: dict) -> str:
+def locate(traced: Traced, translation: dict, arguments: tuple) -> str:
     """A sentence naming the first op of the traced graph whose exported value differs from PyTorch's, both
     computed in the module's precision from the same inputs; or saying why none was found."""
     from ..ort_ext import InferenceSession
@@ -239,11 +288,12 @@ def locate(traced: Traced, translation: dict) -> str:
     probe = torch.fx.GraphModule(joint, graph)
     try:
         with torch.no_grad():
-            expected = probe(*traced.arguments)
+            expected = probe(*arguments)
         program = torch.onnx.export(probe, traced.arguments, dynamo=True, custom_translation_table=translation,
                                     input_names=[i.name for i in traced.model.graph.input], verbose=False,
-                                    optimize=False)
-        got = InferenceSession(program.model_proto, _quiet_options(), mode="decomposition").run(None, _feeds(traced))
+                                    optimize=False, dynamic_shapes=_dynamic_shapes(traced))
+        got = InferenceSession(program.model_proto, _quiet_options(), mode="decomposition").run(
+            None, _feeds(traced, arguments))
     except Exception as e:  # the localisation is a diagnosis: its own failure is reported
         return f"(The op could not be located: {type(e).__name__}: {_first_line(e)}.)"
     for node, value, want in zip(probes, got, expected, strict=True):

@@ -25,7 +25,14 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 
 @binary_cross_entropy_with_logits.register_fake
 def _(input, target, weight, pos_weight, reduction):
+    _same_shape(input, target)
     return input.new_empty(input.shape if reduction == _NONE else ())
+
+
+def _same_shape(input: Tensor, target: Tensor) -> None:
+    """`target` has `input`'s shape: said to the tracer, so that symbolic dims of the two are one."""
+    torch._check(input.dim() == target.dim() and all(a == b for a, b in zip(input.shape, target.shape, strict=True)),
+                 lambda: f"target's shape {list(target.shape)} is not input's {list(input.shape)}")
 
 
 @torch.library.custom_op("lossops::binary_cross_entropy_with_logits_backward", mutates_args=())
@@ -125,6 +132,7 @@ def sigmoid_focal_loss(input: Tensor, target: Tensor, weight: Tensor | None, red
 
 @sigmoid_focal_loss.register_fake
 def _(input, target, weight, reduction, alpha, gamma):
+    _same_shape(input, target)
     return input.new_empty(input.shape if reduction == _NONE else ())
 
 

@@ -102,26 +102,29 @@ def _bfloat16() -> np.dtype | None:
     return np.dtype(ml_dtypes.bfloat16)
 
 
+def ortvalue(array) -> onnxruntime.OrtValue:
+    """An OrtValue of a numpy array, ml_dtypes.bfloat16 included (onnxruntime's own refuses it)."""
+    a = np.require(array, requirements="C")  # keeps rank 0 (ascontiguousarray would make it rank 1)
+    if a.dtype == _bfloat16():
+        return onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(a.view(np.uint16), onnx.TensorProto.BFLOAT16)
+    return onnxruntime.OrtValue.ortvalue_from_numpy(a)
+
+
+def array(value: onnxruntime.OrtValue) -> np.ndarray:
+    """An OrtValue's tensor as a numpy array (a copy), bfloat16 as ml_dtypes.bfloat16."""
+    if value.data_type() != "tensor(bfloat16)":
+        return value.numpy()
+    shape = tuple(value.shape())
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = (ctypes.c_uint16 * count).from_address(value.data_ptr()) if count else []
+    return np.array(raw, dtype=np.uint16).view(_bfloat16()).reshape(shape)
+
+
 def run_with_bfloat16(session: onnxruntime.InferenceSession, output_names, feeds: dict, run_options=None) -> list:
     """`session.run` that also takes and returns ml_dtypes.bfloat16 arrays (onnxruntime's `run` refuses them)."""
-    bf16 = _bfloat16()
-    values = {}
-    for name, a in feeds.items():
-        a = np.require(a, requirements='C')  # keeps rank 0 (ascontiguousarray would make it rank 1)
-        values[name] = (onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(a.view(np.uint16),
-                                                                              onnx.TensorProto.BFLOAT16)
-                        if a.dtype == bf16 else onnxruntime.OrtValue.ortvalue_from_numpy(a))
+    values = {name: ortvalue(a) for name, a in feeds.items()}
     names = output_names or [o.name for o in session.get_outputs()]
-    results = []
-    for value in session.run_with_ort_values(names, values, run_options):
-        if value.data_type() == "tensor(bfloat16)":
-            shape = tuple(value.shape())
-            count = int(np.prod(shape, dtype=np.int64))
-            raw = (ctypes.c_uint16 * count).from_address(value.data_ptr()) if count else []
-            results.append(np.array(raw, dtype=np.uint16).view(bf16).reshape(shape))
-        else:
-            results.append(value.numpy())
-    return results
+    return [array(value) for value in session.run_with_ort_values(names, values, run_options)]
 
 
 class InferenceSession(onnxruntime.InferenceSession):

@@ -1,0 +1,311 @@
+"""What real training loops need from an exported step, held to PyTorch: batches of any size (and named
+symbolic axes), tied weights, half precision and autocast, gradient accumulation, hyper-parameters a schedule
+changes, reproducible dropout, attention with masks."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import warnings
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from catalogue import Tied
+from torch import nn
+
+from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
+from lossops.ort_ext import InferenceSession, TrainingSession
+
+logging.getLogger("torch").setLevel(logging.ERROR)
+
+
+def _export(*args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return export_training_step(*args, **kwargs)
+
+
+def _numpy(tensor: torch.Tensor) -> np.ndarray:
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    return tensor.numpy()
+
+
+def _follow(session, reference, optimizer, loss_fn, batches, steps_per_batch=1, **hyper):
+    """Step `session` and PyTorch side by side; the largest relative loss difference."""
+    worst = 0.0
+    for margs, largs in batches:
+        optimizer.zero_grad()
+        loss = loss_fn(reference(*margs), *largs)
+        loss.backward()
+        optimizer.step()
+        got = session.step([_numpy(a) for a in margs + largs], **hyper)
+        worst = max(worst, abs(got - loss.item()) / abs(loss.item()))
+    return worst
+
+
+def _state_difference(session, reference) -> float:
+    return max(float(np.abs(session.state_dict()[k].astype(np.float64) - v.double().numpy()).max())
+               for k, v in reference.state_dict().items())
+
+
+def _cnn():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1, bias=False), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
+                         nn.Linear(4 * 6 * 6, 5))
+
+
+def test_batches_of_any_size_train_as_pytorch():
+    """Exported with a batch of 8, the step trains on 8, 5, 3 and 1 (the last batch of an epoch) as PyTorch does,
+    BatchNorm's statistics and the mean included; evaluate and the inference model take any batch too; a
+    checkpoint saved after a batch of 5 trains on at 8."""
+    cnn = _cnn()
+    example = ((torch.randn(8, 1, 6, 6),), (torch.randint(0, 5, (8,)),))
+    step = _export(cnn, F.cross_entropy, example, Adam(lr=0.01))
+    assert step.dims == {"input_0": {0: "batch"}, "target_0": {0: "batch"}}
+    assert step.check.batches == ["the example batch", "the example batch cut to batch=7"]
+    session = TrainingSession(step)
+    reference = copy.deepcopy(cnn)
+    optimizer = Adam(lr=0.01).torch(reference.parameters())
+    batches = [((torch.randn(b, 1, 6, 6),), (torch.randint(0, 5, (b,)),)) for b in (8, 5, 3, 1, 8)]
+    assert _follow(session, reference, optimizer, F.cross_entropy, batches) < 1e-5
+    assert _state_difference(session, reference) < 1e-5
+    x = torch.randn(3, 1, 6, 6)
+    expected = reference.eval()(x).detach().numpy()
+    np.testing.assert_allclose(session.evaluate(x.numpy()), expected, rtol=1e-5, atol=1e-6)
+    deployed = InferenceSession(session.inference_model())
+    np.testing.assert_allclose(deployed.run(None, {"input_0": x.numpy()})[0], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_checkpoint_of_one_batch_size_trains_at_another(tmp_path):
+    cnn = _cnn()
+    step = _export(cnn, F.cross_entropy, ((torch.randn(8, 1, 6, 6),), (torch.randint(0, 5, (8,)),)), SGD(lr=0.1))
+    first = TrainingSession(step)
+    first.step([np.random.default_rng(0).normal(size=(5, 1, 6, 6)).astype(np.float32), np.arange(5)])
+    first.save(str(tmp_path / "ckpt.safetensors"))
+    resumed = TrainingSession(step)
+    resumed.load(str(tmp_path / "ckpt.safetensors"))
+    batch = [np.random.default_rng(1).normal(size=(11, 1, 6, 6)).astype(np.float32), np.arange(11) % 5]
+    assert resumed.step(batch) == first.step(batch)
+
+
+def test_named_sequence_axis():
+    """A transformer tagger over (batch, seq): both axes named symbolic, the step trains on other lengths as
+    PyTorch. (A recurrent layer unrolls over time when traced: its sequence axis stays fixed, with a warning.)"""
+
+    class Tagger(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encode = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+            self.out = nn.Linear(8, 3)
+
+        def forward(self, x):
+            return self.out(self.encode(x)).transpose(1, 2)  # (batch, classes, seq)
+
+    torch.manual_seed(0)
+    tagger = Tagger()
+    spec = (({0: "batch", 1: "seq"},), ({0: "batch", 1: "seq"},))
+    step = _export(tagger, F.cross_entropy, ((torch.randn(4, 6, 8),), (torch.randint(0, 3, (4, 6)),)), SGD(lr=0.5),
+                   dynamic_shapes=spec)
+    assert step.dims == {"input_0": {0: "batch", 1: "seq"}, "target_0": {0: "batch", 1: "seq"}}
+    session, reference = TrainingSession(step), copy.deepcopy(tagger)
+    batches = [((torch.randn(b, t, 8),), (torch.randint(0, 3, (b, t)),)) for b, t in ((4, 6), (2, 9), (5, 3))]
+    assert _follow(session, reference, SGD(lr=0.5).torch(reference.parameters()), F.cross_entropy, batches) < 1e-5
+    assert _state_difference(session, reference) < 1e-5
+    with pytest.warns(UserWarning, match="axis 1 of input_0 stays 6"):
+        export_training_step(nn.LSTM(8, 4, batch_first=True), lambda o, t: F.mse_loss(o[0], t),
+                             ((torch.randn(4, 6, 8),), (torch.randn(4, 6, 4),)), SGD(),
+                             dynamic_shapes=(({0: "batch", 1: "seq"},), ({0: "batch", 1: "seq"},)))
+
+
+def test_bags_of_any_length():
+    """EmbeddingBag with offsets: the number of indices and of bags changes from batch to batch."""
+    torch.manual_seed(0)
+    bags = nn.EmbeddingBag(20, 4, mode="mean")
+
+    def batch(seed, n, b):
+        g = torch.Generator().manual_seed(seed)
+        ids = torch.randint(0, 20, (n,), generator=g)
+        starts = torch.randperm(n - 1, generator=g)[:b - 1].sort()[0] + 1
+        offsets = torch.cat([torch.zeros(1, dtype=torch.long), starts])
+        return (ids, offsets), (torch.randn(b, 4, generator=g),)
+
+    step = _export(bags, F.mse_loss, batch(0, 12, 4), SGD(lr=0.3))
+    session, reference = TrainingSession(step), copy.deepcopy(bags)
+    batches = [batch(k, n, b) for k, (n, b) in enumerate([(12, 4), (30, 7), (5, 2)], start=1)]
+    assert _follow(session, reference, SGD(lr=0.3).torch(reference.parameters()), F.mse_loss, batches) < 1e-5
+    assert _state_difference(session, reference) < 1e-6
+
+
+def test_an_axis_the_module_fixes_stays_fixed_with_a_warning():
+    class Fixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.linear(x.reshape(6, 4))
+
+    example = ((torch.randn(6, 4),), (torch.randn(6, 2),))
+    with pytest.warns(UserWarning, match="axis 0 of input_0 stays 6: the module's code depends on that size"):
+        step = export_training_step(Fixed(), F.mse_loss, example, SGD())
+    assert step.dims["input_0"] == {}
+    assert _export(Fixed(), F.mse_loss, example, SGD(), dynamic_shapes=None).dims == {"input_0": {}, "target_0": {}}
+    with pytest.raises(ValueError, match="dynamic_shapes names axes \\[3\\] of input_0, which has 2"):
+        _export(Fixed(), F.mse_loss, example, SGD(), dynamic_shapes=(({3: "x"},), (None,)))
+
+
+def test_tied_weights_stay_one_parameter(tmp_path):
+    """One state entry, one update, PyTorch's trajectory over 30 Adam steps; the checkpoint loads into PyTorch
+    with the tie kept."""
+    torch.manual_seed(0)
+    model = Tied()
+    ids = torch.randint(0, 10, (4, 5))
+
+    def next_token(logits, ids):
+        return F.cross_entropy(logits.transpose(1, 2), ids)
+
+    step = _export(model, next_token, ((ids,), (ids.roll(1, 1),)), Adam(lr=0.02))
+    assert step.parameters == ["embed.weight"] and step.aliases == {"decode.weight": "embed.weight"}
+    session, reference = TrainingSession(step), copy.deepcopy(model)
+    batches = [((ids,), (ids.roll(1, 1),))] * 30
+    assert _follow(session, reference, Adam(lr=0.02).torch(reference.parameters()), next_token, batches) < 1e-5
+    state = session.state_dict()
+    assert state["decode.weight"] is state["embed.weight"]
+    assert _state_difference(session, reference) < 1e-5
+    session.save(str(tmp_path / "tied.safetensors"))
+    loaded = Tied()
+    load_into_torch(str(tmp_path / "tied.safetensors"), loaded)
+    assert loaded.decode.weight is loaded.embed.weight
+    np.testing.assert_array_equal(loaded.embed.weight.detach().numpy(), state["embed.weight"])
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_modules_train_as_pytorch(dtype, tmp_path):
+    """A float16 or bfloat16 module: each op rounds to the module's type as PyTorch's CPU ops do (bfloat16 ops
+    that onnxruntime lacks run in float32 between Casts); the optimizer's state is in the parameter's type, as
+    torch.optim keeps it. The losses agree to the type's rounding over 10 steps; a bfloat16 checkpoint round-trips."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 10)).to(dtype)
+    x, y = torch.randn(8, 16, dtype=dtype), torch.randint(0, 10, (8,))
+    step = _export(net, F.cross_entropy, ((x,), (y,)), Adam(lr=0.01))
+    assert step.check.worst <= {torch.float16: 4e-3, torch.bfloat16: 3e-2}[dtype]
+    session, reference = TrainingSession(step), copy.deepcopy(net)
+    worst = _follow(session, reference, Adam(lr=0.01).torch(reference.parameters()), F.cross_entropy,
+                    [((x,), (y,))] * 10)
+    assert worst <= {torch.float16: 2e-3, torch.bfloat16: 2e-2}[dtype]
+    session.save(str(tmp_path / "half.safetensors"))
+    again = TrainingSession(step)
+    again.load(str(tmp_path / "half.safetensors"))
+    assert all(np.array_equal(again.state_dict()[k].view(np.uint16), v.view(np.uint16))
+               for k, v in session.state_dict().items())
+
+
+def test_autocast_region_trains_as_pytorch():
+    class Mixed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b = nn.Linear(16, 32), nn.Linear(32, 10)
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                return self.b(torch.relu(self.a(x))).float()
+
+    torch.manual_seed(0)
+    mixed = Mixed()
+    x, y = torch.randn(8, 16), torch.randint(0, 10, (8,))
+    session = TrainingSession(_export(mixed, F.cross_entropy, ((x,), (y,)), AdamW(lr=0.01)))
+    reference = copy.deepcopy(mixed)
+    assert _follow(session, reference, AdamW(lr=0.01).torch(reference.parameters()), F.cross_entropy,
+                   [((x,), (y,))] * 10) < 1e-5
+    assert _state_difference(session, reference) < 1e-5
+
+
+@pytest.mark.parametrize("optimizer", [SGD(lr=0.1, momentum=0.9, weight_decay=0.01), Adam(lr=0.01)], ids=repr)
+def test_gradient_accumulation_follows_pytorch(optimizer):
+    """Three micro-batches, one optimizer step on their mean gradient (PyTorch: (loss / 3).backward() each), with
+    BatchNorm's statistics updated by every micro-batch and gradients clipped after accumulating."""
+    cnn = _cnn()
+    micro = [((torch.randn(4, 1, 6, 6),), (torch.randint(0, 5, (4,)),)) for _ in range(3)]
+    step = _export(cnn, F.cross_entropy, micro[0], optimizer, max_grad_norm=0.5)
+    session, reference = TrainingSession(step), copy.deepcopy(cnn)
+    torch_optimizer = optimizer.torch(reference.parameters())
+    for _ in range(4):
+        torch_optimizer.zero_grad()
+        losses = []
+        for (x,), (y,) in micro:
+            loss = F.cross_entropy(reference(x), y)
+            (loss / len(micro)).backward()
+            losses.append(loss.item())
+        torch.nn.utils.clip_grad_norm_(reference.parameters(), 0.5)
+        torch_optimizer.step()
+        got = session.step_accumulated([[x.numpy(), y.numpy()] for (x,), (y,) in micro])
+        assert abs(got - np.mean(losses)) < 1e-5 * abs(np.mean(losses))
+    assert session.steps == 4
+    assert _state_difference(session, reference) < 1e-5
+
+
+def test_hyper_parameters_follow_a_schedule():
+    """OneCycleLR cycles the learning rate and SGD's momentum; both are run-time inputs of the step."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    x, y = torch.randn(16, 6), torch.randint(0, 3, (16,))
+    step = _export(net, F.cross_entropy, ((x,), (y,)), SGD(lr=0.1, momentum=0.9, weight_decay=1e-3))
+    assert step.hyper == {"momentum": 0.9, "dampening": 0.0, "weight_decay": 1e-3}
+    session, reference = TrainingSession(step), copy.deepcopy(net)
+    optimizer = SGD(lr=0.1, momentum=0.9, weight_decay=1e-3).torch(reference.parameters())
+    schedule = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.5, total_steps=20)
+    for _ in range(20):
+        group = optimizer.param_groups[0]
+        lr, momentum = group["lr"], group["momentum"]
+        optimizer.zero_grad()
+        loss = F.cross_entropy(reference(x), y)
+        loss.backward()
+        optimizer.step()
+        schedule.step()
+        assert abs(session.step([x.numpy(), y.numpy()], lr, momentum=momentum) - loss.item()) < 1e-5
+    assert _state_difference(session, reference) < 1e-5
+    with pytest.raises(ValueError, match=r"\['beta1'\] are not hyper-parameters of this step's SGD"):
+        session.step([x.numpy(), y.numpy()], beta1=0.5)
+
+
+def test_dropout_with_a_seed_is_reproducible():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(6, 32), nn.Dropout(0.5), nn.Linear(32, 3))
+    x, y = torch.randn(16, 6), torch.randn(16, 3)
+    step = _export(net, F.mse_loss, ((x,), (y,)), SGD(lr=0.1))
+    runs = []
+    for seed in (7, 7, 8):
+        session = TrainingSession(step, seed=seed)
+        runs.append([session.step([x.numpy(), y.numpy()]) for _ in range(5)])
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
+@pytest.mark.parametrize("mask", ["bool", "float", "causal"])
+def test_attention_with_masks_trains_and_evaluates_as_pytorch(mask):
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(8, 24)
+
+        def forward(self, x, m):
+            q, k, v = self.qkv(x).unflatten(-1, (3, 2, 4)).permute(2, 0, 3, 1, 4)  # (3, batch, heads, seq, 4)
+            if mask == "causal":
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True).flatten(1, 2)
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=m).flatten(1, 2)
+
+    torch.manual_seed(0)
+    attention = Attention()
+    keep = torch.rand(5, 5) > 0.3
+    keep.fill_diagonal_(True)
+    m = keep if mask == "bool" else torch.where(keep, 0.0, -1e4) * torch.rand(5, 5)
+    x, y = torch.randn(3, 5, 8), torch.randn(3, 10, 4)
+    step = _export(attention, F.mse_loss, ((x, m), (y,)), Adam(lr=0.01))
+    session, reference = TrainingSession(step), copy.deepcopy(attention)
+    assert _follow(session, reference, Adam(lr=0.01).torch(reference.parameters()), F.mse_loss,
+                   [((x, m), (y,))] * 5) < 1e-5
+    np.testing.assert_allclose(session.evaluate(x.numpy(), _numpy(m)), reference(x, m).detach().numpy(), rtol=1e-5,
+                               atol=1e-6)
