@@ -42,7 +42,7 @@ def _count(text: str) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(Path(args.output), repeat=args.repeat, size=args.size)
+    return run_demo(Path(args.output), repeat=args.repeat, size=args.size, dtypes=tuple(args.dtype or ["float32"]))
 
 
 def _check(args: argparse.Namespace) -> int:
@@ -93,9 +93,10 @@ def _doctor(args: argparse.Namespace) -> int:
           + ", ".join(onnxruntime.get_available_providers()))
     from .ort_ext import machine_code
 
-    code = machine_code.code() if host.kernels_available() else None
-    print("lossops kernels: " + (f"{code.source} (CPU levels: {', '.join(machine_code.cpu_levels()) or 'none'})"
-                                 if code else "not available here: lossops nodes run as their decomposition"))
+    why = host.why_no_kernels()
+    print("lossops kernels: " + (f"{machine_code.code().source} (CPU levels: "
+                                 f"{', '.join(machine_code.cpu_levels()) or 'none'})" if not why
+                                 else f"{why}: lossops nodes run as their decomposition"))
     kit = cann.toolkit()
     for name, value in kit.env.items():
         print(f"{name}: {value or '(not set)'}")
@@ -109,6 +110,8 @@ def _doctor(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     from .bench import main as bench_main
 
+    if args.training:
+        return _train_bench(args)
     if args.summary or args.markdown:
         import json
 
@@ -123,11 +126,12 @@ def _bench(args: argparse.Namespace) -> int:
 
 
 def _conformance(args: argparse.Namespace) -> int:
-    from .conformance.runner import ALL_BACKENDS, export_suite, run
+    from .conformance.runner import ALL_BACKENDS, DEFAULT_BACKENDS, export_suite, run
 
     if args.export:
         return export_suite(Path(args.export))
-    return run(args.backend or ALL_BACKENDS, args.k, failures_only=args.failures_only)
+    return run(args.backend or (ALL_BACKENDS if args.all else DEFAULT_BACKENDS), args.k,
+               failures_only=args.failures_only)
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -150,6 +154,25 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _train_bench(args: argparse.Namespace) -> int:
+    import json
+    import logging
+    import warnings
+
+    from .extras import require
+
+    require("torch", "the training benchmark", extra="train")
+    from . import train_bench
+
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    threads = args.threads or 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rows = train_bench.bench(blocks=args.blocks, threads=threads, compile_torch=not args.quick)
+    print(json.dumps(rows, indent=1) if args.json else train_bench.table(rows, threads), end="")
+    return 0
+
+
 def _train_demo(args: argparse.Namespace) -> int:
     import logging
     import warnings
@@ -167,10 +190,10 @@ def _train_demo(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from typing import get_args
 
-    from .conformance.runner import ALL_BACKENDS
+    from .conformance.runner import ALL_BACKENDS, DEFAULT_BACKENDS
     from .converters.lowering import PROVIDERS
     from .opset import OPS
-    from .opset.spec import ASCEND_PARTS
+    from .opset.spec import ASCEND_PARTS, DTYPE_NAMES
     from .ort_ext import cann
     from .ort_ext.session import Mode
 
@@ -180,13 +203,17 @@ def build_parser() -> argparse.ArgumentParser:
                                      "run in ONNX Runtime.")
     verbs = parser.add_subparsers(dest="verb", required=True)
 
-    demo = verbs.add_parser("demo", help="build, save and run a model that uses all three operators",
-                            description="Build one model with all three lossops operators, save it, run it through "
-                            "the lossops kernels and through the standard-op decomposition on plain onnxruntime, "
-                            "and print per operator and dtype the max error against a float64 reference and the time.")
+    demo = verbs.add_parser("demo", help="build, save and run a model with the three Ascend aclnn operators",
+                            description="Build one model with the three lossops operators that are Ascend aclnn "
+                            "operators, save it, run it through the lossops kernels and through the standard-op "
+                            "decomposition on plain onnxruntime, and print per operator and dtype the max error "
+                            "against a float64 reference and the time.")
     demo.add_argument("-o", "--output", default="lossops_demo.onnx", help="where to save the model")
     demo.add_argument("--size", type=_count, default=100_000, help="elements per tensor (default 100000)")
     demo.add_argument("--repeat", type=_count, default=7, help="timed runs per measurement; the median is printed")
+    demo.add_argument("--dtype", action="append", choices=list(DTYPE_NAMES),
+                      help="element type to run (repeatable; default float32: where numba compiles the kernels, "
+                      "each type of each operator takes it 20-30 s once)")
     demo.set_defaults(fn=_demo)
 
     check = verbs.add_parser("check", help="check a model with the lossops schemas, node by node",
@@ -207,7 +234,8 @@ def build_parser() -> argparse.ArgumentParser:
                               "what a CANN session would do.")
     doctor.set_defaults(fn=_doctor)
 
-    bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline",
+    bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline "
+                             "(--training: six training workloads against PyTorch eager and torch.compile)",
                              description="Time every operator (1e3 to 1e7 elements, float32 and float16, reductions "
                              "none and mean) on the lossops kernels, on its decomposition in plain onnxruntime and in "
                              "PyTorch eager when installed, all with the same threads, each in steady state (blocks "
@@ -227,28 +255,36 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--machine-code", action="store_true",
                        help="instead: each prebuilt x86-64 level against numba's JIT, one thread (needs lossops[jit])")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
+    bench.add_argument("--training", action="store_true",
+                       help="instead: six training workloads, ms per step in PyTorch eager, torch.compile and "
+                       "onnxruntime (decomposition and kernels), one thread each unless --threads (needs "
+                       "lossops[train]; --quick leaves torch.compile out)")
     bench.set_defaults(fn=_bench)
 
     conformance = verbs.add_parser(
         "conformance", help="run the conformance suite on one or more backends, or export it",
         description="Hold backends to the lossops conformance suite (graph cases with PyTorch float64 goldens, ONNX "
-        "node-test format) and print one table (case, backend, max error, tolerance, result) and a summary. Exit "
-        "status 1 on any failure; a backend that cannot run here is reported unavailable, not failed.")
+        "node-test format) and print one table (case, backend, max error, tolerance, result), each backend's summary "
+        "as it finishes, and all of them at the end (Ctrl-C: those that finished). Exit status 1 on any failure; a "
+        "backend that cannot run here is reported unavailable, not failed.")
     conformance.add_argument("--backend", action="append",
                              choices=ALL_BACKENDS,
-                             help="backend to run (repeatable; default: all)")
+                             help="backend to run (repeatable; default: " + ", ".join(DEFAULT_BACKENDS) + ")")
+    conformance.add_argument("--all", action="store_true",
+                             help="every backend, the other ONNX consumers included (those installed; minutes)")
     conformance.add_argument("-k", metavar="PATTERN", help="only cases whose name matches this regular expression")
     conformance.add_argument("--failures-only", action="store_true", help="print only the failing rows")
     conformance.add_argument("--export", metavar="DIR", help="write the suite to DIR instead of running it")
-    conformance.set_defaults(fn=_conformance)
+    conformance.set_defaults(fn=_conformance, own_interrupt=True)
 
-    for verb, text in (("fuse", "replace the BCE-with-logits subgraphs PyTorch's exporters emit by lossops nodes"),
+    for verb, text in (("fuse", "replace the loss subgraphs PyTorch's exporters emit (BCE with logits, torchvision's "
+                                "focal loss) by lossops nodes"),
                        ("lower", "replace every lossops node by its standard-op decomposition")):
         sub = verbs.add_parser(verb, help=text, description=text[0].upper() + text[1:] + "; print what changed.")
         sub.add_argument("model", help="input .onnx model")
         sub.add_argument("-o", "--output", required=True, help="where to write the result")
         if verb == "lower":
-            sub.add_argument("--for", dest="for_provider", choices=providers,
+            sub.add_argument("--for", dest="for_provider", choices=providers, metavar="PROVIDER",
                              help="shape the result for a provider (cann: what its graph mode can claim)")
         sub.set_defaults(fn=_convert)
 
@@ -262,6 +298,28 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the lossops nodes as standard ops (plain onnxruntime) or on the kernels")
     train.set_defaults(fn=_train_demo)
     return parser
+
+
+def verbs_table() -> str:
+    """The README's table of verbs, from the parser: each verb with its arguments and its help line."""
+    parser = build_parser()
+    (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    helps = {c.dest: c.help for c in verbs._choices_actions}
+    lines = ["| verb | what it does |", "|---|---|"]
+    for name, sub in verbs.choices.items():
+        words = []
+        for action in sub._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            value = action.metavar or action.dest.upper()
+            if not action.option_strings:
+                words.append(value)
+            else:
+                option = max(action.option_strings, key=len)
+                word = option if action.nargs == 0 else f"{option} {value}"
+                words.append(word if action.required else f"[{word}]")
+        lines.append(f"| `lossops {' '.join([name, *words])}` | {helps[name]} |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -280,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     # Only over Python's own Ctrl-C handler: a process started with SIGINT ignored (a background job of a script)
     # keeps ignoring it, and a caller's own handler stays
     previous = signal.getsignal(signal.SIGINT) if threading.current_thread() is threading.main_thread() else None
-    ours = previous is signal.default_int_handler
+    # a verb that reports what it finished before a Ctrl-C (conformance) takes Python's KeyboardInterrupt
+    ours = previous is signal.default_int_handler and not getattr(args, "own_interrupt", False)
     if ours:
         signal.signal(signal.SIGINT, interrupted)
     try:
@@ -297,4 +356,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--verbs-table"]:  # the README's table (tests/test_readme.py holds it there)
+        print(verbs_table(), end="")
+        sys.exit(0)
     sys.exit(main())

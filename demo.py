@@ -1,4 +1,5 @@
-"""`lossops demo`: one model with the three operators, run on the kernels and on the decomposition."""
+"""`lossops demo`: a model with three of the operators (the Ascend aclnn ones), run on the kernels and on the
+decomposition, in float32 unless more element types are asked for."""
 
 from __future__ import annotations
 
@@ -63,7 +64,9 @@ def _np_dtype(name: str) -> np.dtype:
     return np.dtype(helper.tensor_dtype_to_np_dtype(DTYPES[name]))
 
 
-def run_demo(output: Path, repeat: int = 7, size: int = 100_000) -> int:
+def run_demo(output: Path, repeat: int = 7, size: int = 100_000, dtypes: tuple[str, ...] = ("float32",)) -> int:
+    from .ort_ext.host import why_no_kernels
+
     model = demo_model(TensorProto.FLOAT)
     onnx.save(model, output)
     n = sum(node.domain == opset.DOMAIN for node in model.graph.node)
@@ -76,8 +79,14 @@ def run_demo(output: Path, repeat: int = 7, size: int = 100_000) -> int:
                                            providers=["CPUExecutionProvider"])
     print(f"{size} elements per tensor; max relative error against float64 (absolute below the dtype's smallest "
           f"normal); time: median of {repeat} runs of a one-operator model")
-    print(f"{'operator':30s} {'dtype':9s} {'lossops kernels':>24s} {'decomposition (plain ORT)':>27s}")
-    for name, elem in DTYPES.items():
+    why = why_no_kernels()
+    if why:
+        print(f"no lossops kernels here ({why}): the first column is lossops' InferenceSession running the "
+              "decomposition")
+    first = "lossops kernels" if not why else "lossops, decomposition"
+    print(f"{'operator':30s} {'dtype':9s} {first:>24s} {'decomposition (plain ORT)':>27s}", flush=True)
+    for name in dtypes:
+        elem = DTYPES[name]
         feeds = {k: v.astype(_np_dtype(name)) for k, v in feeds64.items()}
         reference = dict(zip(OUTPUTS, plain64.run(list(OUTPUTS), {k: v.astype(np.float64) for k, v in feeds.items()}),
                              strict=True))
@@ -94,5 +103,5 @@ def run_demo(output: Path, repeat: int = 7, size: int = 100_000) -> int:
                 tiny = float(ml_dtypes.finfo(_np_dtype(name)).smallest_normal)
                 err = np.max(np.abs(got - ref) / np.maximum(np.abs(ref), tiny)) if ref.size else 0.0
                 cells.append(f"{err:9.2g} {seconds * 1e3:8.3f} ms")
-            print(f"{op:30s} {name:9s} {cells[0]:>24s} {cells[1]:>27s}")
+            print(f"{op:30s} {name:9s} {cells[0]:>24s} {cells[1]:>27s}", flush=True)
     return 0

@@ -6,7 +6,6 @@ compile nothing here: numba compiles the kernels when first used.
 """
 
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -16,21 +15,18 @@ from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
-
-def _prebuilt() -> bool:
-    return (sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
-            and os.environ.get("LOSSOPS_AOT", "1") != "0")
+from build_backend import prebuilt
 
 
 class BuildWithKernels(build_py):
     def find_package_modules(self, package, package_dir):
-        # the repository root is the package `lossops`: this script sits among its modules but is not one
+        # the repository root is the package `lossops`: the build's own scripts sit among its modules but are not
         modules = super().find_package_modules(package, package_dir)
-        return [m for m in modules if not (package == "lossops" and m[1] == "setup")]
+        return [m for m in modules if not (package == "lossops" and m[1] in ("setup", "build_backend"))]
 
     def run(self):
         super().run()
-        if self.editable_mode or not _prebuilt():
+        if self.editable_mode or not prebuilt():
             return
         build_lib = Path(self.build_lib).resolve()  # the built package: its sources are what gets stamped
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(build_lib), os.environ.get("PYTHONPATH", "")]))
@@ -40,13 +36,13 @@ class BuildWithKernels(build_py):
 
 class WithMachineCode(Distribution):
     def has_ext_modules(self):  # the libraries are not setuptools extensions, but install like them (platlib)
-        return _prebuilt()
+        return prebuilt()
 
 
 class PlatformWheel(bdist_wheel):
     def get_tag(self):  # no Python C API in the libraries: any CPython 3 on the platform
         python, abi, plat = super().get_tag()
-        return ("py3", "none", plat) if _prebuilt() else (python, abi, plat)
+        return ("py3", "none", plat) if prebuilt() else (python, abi, plat)
 
 
 setup(distclass=WithMachineCode, cmdclass={"build_py": BuildWithKernels, "bdist_wheel": PlatformWheel})

@@ -113,8 +113,6 @@ class Result:
 
 def run(problem: Problem, steps: int = 100, mode: str = "decomposition") -> Result:
     """Train `problem` for `steps` steps in PyTorch and in onnxruntime, one step of each in turn."""
-    import torch
-
     from .converters.training import export_training_step
     from .ort_ext import TrainingSession
 
@@ -133,14 +131,8 @@ def run(problem: Problem, steps: int = 100, mode: str = "decomposition") -> Resu
         for group in optimizer.param_groups:
             group["lr"] = lr(k)
         start = time.perf_counter()
-        optimizer.zero_grad()
-        loss = problem.loss_fn(reference(*module_in), *loss_in)
-        loss.backward()
-        if problem.max_grad_norm is not None:
-            torch.nn.utils.clip_grad_norm_(reference.parameters(), problem.max_grad_norm)
-        optimizer.step()
+        torch_losses.append(torch_step(problem, reference, optimizer, k))
         torch_times.append(time.perf_counter() - start)
-        torch_losses.append(loss.item())
         arrays = [a.numpy() for a in module_in + loss_in]
         start = time.perf_counter()
         session.step(arrays, lr(k))
@@ -149,6 +141,21 @@ def run(problem: Problem, steps: int = 100, mode: str = "decomposition") -> Resu
     return Result(problem, np.array(torch_losses), np.array(session.history), torch_state, session.state_dict(),
                   statistics.median(torch_times[5:] or torch_times), statistics.median(ort_times[5:] or ort_times),
                   session)
+
+
+def torch_step(problem: Problem, module, optimizer, k: int, forward=None) -> float:
+    """One step of `problem` in PyTorch on its batch `k`, as its author writes the loop (`forward`: the module's
+    compiled form, where given); the loss."""
+    import torch
+
+    module_in, loss_in = problem.batches[k % len(problem.batches)]
+    optimizer.zero_grad()
+    loss = problem.loss_fn((forward or module)(*module_in), *loss_in)
+    loss.backward()
+    if problem.max_grad_norm is not None:
+        torch.nn.utils.clip_grad_norm_(module.parameters(), problem.max_grad_norm)
+    optimizer.step()
+    return loss.item()
 
 
 def table(results: list[Result], mode: str) -> list[str]:

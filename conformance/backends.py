@@ -72,6 +72,10 @@ def unavailable(name: str) -> str | None:
         return why_unavailable()
     if name not in BACKENDS:
         raise ValueError(f"unknown backend {name!r}; expected one of {[*BACKENDS, 'cann']}")
+    if name == "kernels":  # never the decomposition under the kernels' name
+        from ..ort_ext.host import why_no_kernels
+
+        return why_no_kernels() or None
     return consumers.unavailable(name) if name in consumers.CONSUMERS else None
 
 

@@ -15,7 +15,9 @@ from .consumers import CONSUMERS
 from .golden import DATA_DIR, Golden, export, load_all
 from .tolerance import RTOL, compare
 
-ALL_BACKENDS = ["kernels", "decomposition", "lowered", "cann-lowered", "reference", *CONSUMERS, "cann"]
+# `lossops conformance` runs lossops' own forms by default (seconds each); --all adds every other consumer
+DEFAULT_BACKENDS = ["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
+ALL_BACKENDS = [*DEFAULT_BACKENDS[:-1], *CONSUMERS, "cann"]
 
 
 @dataclass
@@ -54,30 +56,44 @@ def run(backends: list[str], pattern: str | None = None, root: Path = DATA_DIR,
         raise ValueError(f"-k {pattern!r} matches no case (case names look like test_kl_div_backward_plain_mean_"
                          "lt0_float32; --export DIR writes them all)")
     failed = passed = 0
-    print(f"{'case':62s} {'backend':13s} {'max err (ulp)':>13s} {'tolerance':>18s} result")
-    summary = []
-    for backend in backends:
-        reason = unavailable(backend)
-        if reason:
-            summary.append(f"{backend}: unavailable ({reason})")
-            continue
-        t0 = time.perf_counter()
-        results = [check(g, backend) for g in goldens]
-        seconds = time.perf_counter() - t0
-        for r in results:
-            if failures_only and (r.ok or r.skipped):
+    print(f"{'case':62s} {'backend':13s} {'max err (ulp)':>13s} {'tolerance':>18s} result", flush=True)
+    summary: list[str] = []
+
+    def said(lines: list[str]) -> None:  # a backend's summary, as soon as it is known
+        summary.extend(lines)
+        for line in lines:
+            print(line, flush=True)
+
+    try:
+        for backend in backends:
+            reason = unavailable(backend)
+            if reason:
+                said([f"{backend}: unavailable ({reason})"])
                 continue
-            verdict = "PASS" if r.ok else ("SKIP " if r.skipped else "FAIL ") + r.message
-            print(f"{r.case:62s} {r.backend:13s} {r.ulps:13.2f} {r.tolerance:>18s} {verdict}")
-        bad = sum(not r.ok and not r.skipped for r in results)
-        skips = collections.Counter(r.message for r in results if r.skipped)
-        failed += bad
-        passed += len(results) - bad - sum(skips.values())
-        worst = max((r.ulps for r in results if r.ok), default=0.0)
-        summary.append(f"{backend}: {len(results) - bad - sum(skips.values())} passed, {bad} failed"
-                       + (f", {sum(skips.values())} skipped" if skips else "")
-                       + f", worst passing error {worst:.2f} ulp, {seconds:.1f} s")
-        summary += [f"  skipped {n}: {reason}" for reason, n in skips.items()]
+            t0 = time.perf_counter()
+            results = []
+            for g in goldens:
+                r = check(g, backend)
+                results.append(r)
+                if not (failures_only and (r.ok or r.skipped)):
+                    verdict = "PASS" if r.ok else ("SKIP " if r.skipped else "FAIL ") + r.message
+                    print(f"{r.case:62s} {r.backend:13s} {r.ulps:13.2f} {r.tolerance:>18s} {verdict}")
+            seconds = time.perf_counter() - t0
+            bad = sum(not r.ok and not r.skipped for r in results)
+            skips = collections.Counter(r.message for r in results if r.skipped)
+            failed += bad
+            passed += len(results) - bad - sum(skips.values())
+            worst = max((r.ulps for r in results if r.ok), default=0.0)
+            said([f"{backend}: {len(results) - bad - sum(skips.values())} passed, {bad} failed"
+                  + (f", {sum(skips.values())} skipped" if skips else "")
+                  + f", worst passing error {worst:.2f} ulp, {seconds:.1f} s"]
+                 + [f"  skipped {n}: {reason}" for reason, n in skips.items()])
+    except KeyboardInterrupt:
+        print("interrupted; the backends that finished:", flush=True)
+        for line in summary:
+            print(line)
+        raise
+    print("summary:")
     for line in summary:
         print(line)
     print(f"conformance: {passed} passed, {failed} failed")

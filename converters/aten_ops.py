@@ -5,6 +5,7 @@ them to every export. Each docstring says what torch.onnx does instead. Needs to
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Sequence
 
@@ -64,21 +65,34 @@ def convolution_backward(grad_output, input, weight, bias_sizes: Sequence[int], 
 
 
 def _correlate(x, y, kernel: list[int], stride, pads, dilation, groups: int):
-    """d/dw of conv(x, w) · y for w of shape (C_y, C_x / groups, *kernel): per group, a convolution whose batch is
-    x's channels and whose channels are the batch (stride and dilation swap roles), cut to the kernel size."""
+    """d/dw of conv(x, w) · y for w of shape (C_y, C_x / groups, *kernel), as a matrix product per kernel position
+    (and group): y over batch and space against the strided slice of the padded x that position reads. x is
+    made channels-last once, so that each slice is a (batch * space, channels) matrix as it stands."""
     spatial = len(kernel)
-    rest = list(range(3, 3 + spatial))
     cx, cy = int(x.shape[1]), int(y.shape[1])
-    xs = onnx_op.Reshape(x, onnx_op.Constant(value_ints=[0, groups, cx // groups, *x.shape[2:]]))
-    xs = onnx_op.Reshape(onnx_op.Transpose(xs, perm=[2, 1, 0, *rest]),
-                         onnx_op.Constant(value_ints=[cx // groups, -1, *x.shape[2:]]))
-    ys = onnx_op.Reshape(y, onnx_op.Constant(value_ints=[0, groups, cy // groups, *y.shape[2:]]))
-    ys = onnx_op.Reshape(onnx_op.Transpose(ys, perm=[1, 2, 0, *rest]),
-                         onnx_op.Constant(value_ints=[cy, -1, *y.shape[2:]]))
-    full = onnx_op.Conv(xs, ys, strides=dilation, dilations=stride, pads=pads, group=groups)
-    cut = onnx_op.Slice(full, onnx_op.Constant(value_ints=[0] * spatial), onnx_op.Constant(value_ints=kernel),
-                        onnx_op.Constant(value_ints=list(range(2, 2 + spatial))))
-    return onnx_op.Transpose(cut, perm=[1, 0, *range(2, 2 + spatial)])
+    outs = [int(d) for d in y.shape[2:]]
+    last = [0, *range(2, 2 + spatial), 1]  # channels last
+    padded = onnx_op.Transpose(onnx_op.Pad(x, onnx_op.Constant(value_ints=[0, 0, *pads[:spatial], 0, 0,
+                                                                           *pads[spatial:]])), perm=last)
+    axes = onnx_op.Constant(value_ints=list(range(1, 1 + spatial)))
+    steps = onnx_op.Constant(value_ints=list(stride))
+    # y: (N, C_y, *outs) -> (g, C_y/g, N * P), P the output positions
+    ys = onnx_op.Reshape(onnx_op.Transpose(y, perm=[1, 0, *range(2, 2 + spatial)]),
+                         onnx_op.Constant(value_ints=[groups, cy // groups, -1]))
+    per_position = []
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        starts = [o * d for o, d in zip(offset, dilation, strict=True)]
+        ends = [a + (n - 1) * s + 1 for a, n, s in zip(starts, outs, stride, strict=True)]
+        window = onnx_op.Slice(padded, onnx_op.Constant(value_ints=starts), onnx_op.Constant(value_ints=ends), axes,
+                               steps)  # (N, *outs, C_x)
+        if groups == 1:
+            window = onnx_op.Reshape(window, onnx_op.Constant(value_ints=[1, -1, cx]))
+        else:  # (N * P, g, C_x/g) -> (g, N * P, C_x/g)
+            window = onnx_op.Transpose(onnx_op.Reshape(window, onnx_op.Constant(value_ints=[-1, groups, cx // groups])),
+                                       perm=[1, 0, 2])
+        per_position.append(onnx_op.Unsqueeze(onnx_op.MatMul(ys, window), [-1]))  # (g, C_y/g, C_x/g, 1)
+    grad = onnx_op.Concat(*per_position, axis=-1) if len(per_position) > 1 else per_position[0]
+    return onnx_op.Reshape(grad, onnx_op.Constant(value_ints=[cy, cx // groups, *kernel]))
 
 
 @translates("aten::avg_pool2d_backward", "aten::avg_pool3d_backward")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import sys
+import threading
 import time
 
 import numpy as np
@@ -30,6 +31,7 @@ from .kernels import cache
 cache.install()  # before any lossops function is compiled: the cache's locators and source stamp
 
 from ..opset import OPS  # noqa: E402
+from ..opset.spec import DTYPE_NAMES  # noqa: E402
 from .kernels import engine  # noqa: E402
 from .kernels.layout import (  # noqa: E402
     S_API,
@@ -45,6 +47,7 @@ from .kernels.registry import KERNELS  # noqa: E402
 
 CACHE = True  # numba's on-disk cache; ort_ext/aot.py turns it off (the wheel carries the code instead)
 
+ELEMENT_NAMES = {elem: name for name, elem in DTYPE_NAMES.items()}
 _PLAN_BYTES = engine.PLAN_BYTES  # a module constant: `stack` takes a literal
 _API_WORDS = 512  # a bound for viewing the OrtApi table (its highest slot used here is 274)
 S = capi.SLOTS
@@ -139,24 +142,26 @@ def _cfunc(fn, kind: str, before_compiling=None) -> CFunc:
 
 
 @functools.cache
-def functions(op_name: str) -> dict[str, CFunc]:
-    """The compiled functions of operator `op_name`, by kind (machine_code.KINDS)."""
+def functions(op_name: str, elem_type: int | None = None) -> Functions:
+    """The compiled functions of operator `op_name`, by kind (machine_code.KINDS): for every element type (the
+    plan's, dispatched at run time), or for `elem_type` alone, which takes numba a quarter of the time."""
     if op_name not in KERNELS:
         raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(KERNELS)}")
     n_inputs = len(OPS[op_name].inputs)
     op = op_name  # a literal for the engine's per-operator entry points
+    elem = elem_type  # likewise, where given
 
     def task(plan, i):
-        engine.task(op, plan, i)
+        engine.task(op, plan, i, elem)
 
     def plan(address):
         return engine.plan(op, address)
 
     def start(address):
-        engine.start(op, address)
+        engine.start(op, address, elem)
 
     def finish(address):
-        engine.finish(op, address)
+        engine.finish(op, address, elem)
 
     def compute(kernel, context):
         state = view(kernel, STATE_WORDS, np.int64)
@@ -218,32 +223,54 @@ def functions(op_name: str) -> dict[str, CFunc]:
                 msg[engine.put(msg, pos, _BYTES)] = 0
                 return call(api[_CREATE_STATUS], (np.int64(capi.ORT_FAIL), plan + engine.MESSAGE))
             w[engine.WORKSPACE] = (workspace + 63) // 64 * 64
-        engine.start(op, plan)
+        engine.start(op, plan, elem)
         tasks = w[engine.NTASKS]
         if tasks > 1:
             status = call(api[_PARALLEL_FOR], (context, state[S_WORKER], tasks, np.int64(0), plan))
         elif tasks == 1:
-            engine.task(op, plan, 0)
+            engine.task(op, plan, 0, elem)
         if status == 0:
-            engine.finish(op, plan)
+            engine.finish(op, plan, elem)
         if workspace:
             free(workspace)
         return status
 
     definitions = {"compute": compute, "task": task, "plan": plan, "start": start, "finish": finish}
-    began: list[float] = []
+    what = op_name if elem_type is None else f"{op_name} ({ELEMENT_NAMES[elem_type]})"
+    return Functions(what, definitions)
 
-    def announce() -> None:  # once, and only where numba compiles rather than loads
-        if not began:
-            began.append(time.perf_counter())
-            print(f"lossops: compiling the kernels of {op_name} with numba (about a minute, once: later processes "
-                  "load it from the cache)", file=sys.stderr, flush=True)
 
-    result = {kind: _cfunc(fn, kind, announce if CACHE else None) for kind, fn in definitions.items()}
-    if began:
-        print(f"lossops: compiled {op_name} in {time.perf_counter() - began[0]:.0f} s", file=sys.stderr, flush=True)
-    _immortal(*result.values())
-    return result
+class Functions:
+    """One operator's compiled functions, compiled (or loaded from the cache) when first asked for: a session
+    needs `compute` and `task`, the numpy front end `plan`, `start`, `task` and `finish`."""
+
+    def __init__(self, what: str, definitions: dict):
+        self._what, self._definitions = what, definitions
+        self._compiled: dict[str, CFunc] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, kind: str) -> CFunc:
+        return self.get(kind)[0]
+
+    def get(self, *kinds: str) -> list[CFunc]:
+        """The compiled functions of `kinds`, compiling those not compiled yet (said once, with the time)."""
+        with self._lock:
+            began: list[float] = []
+
+            def announce() -> None:  # once, and only where numba compiles rather than loads
+                if not began:
+                    began.append(time.perf_counter())
+                    print(f"lossops: compiling the kernels of {self._what} with numba (once: later processes load "
+                          "them from the cache)", file=sys.stderr, flush=True)
+
+            for kind in kinds:
+                if kind not in self._compiled:
+                    self._compiled[kind] = _cfunc(self._definitions[kind], kind, announce if CACHE else None)
+                    _immortal(self._compiled[kind])
+            if began:
+                print(f"lossops: compiled {self._what} in {time.perf_counter() - began[0]:.0f} s", file=sys.stderr,
+                      flush=True)
+            return [self._compiled[kind] for kind in kinds]
 
 
 def _immortal(*objects) -> None:

@@ -48,13 +48,15 @@ def kernel_op_type(op_type: str) -> str:
     return f"Lossops{op_type}"
 
 
-def compiled(op_name: str) -> tuple[int, int]:
-    """(compute, worker): the addresses of the machine code ORT calls for `op_name` (compiled by numba on first
-    use where the code is not prebuilt). ValueError for an operator without a kernel."""
+def compiled(op_name: str, elem_type: int | None = None) -> tuple[int, int]:
+    """(compute, worker): the addresses of the machine code ORT calls for `op_name` on `elem_type` (compiled by
+    numba on first use, for that type only, where the code is not prebuilt). ValueError for an operator without
+    a kernel."""
     code = machine_code.code()
     if code is None:
         raise RuntimeError("lossops: the kernels are not available here")
-    return code.address(op_name, "compute"), code.address(op_name, "task")
+    compute, worker = code.addresses(op_name, ("compute", "task"), elem_type)
+    return compute, worker
 
 
 class _Registered:
@@ -160,7 +162,7 @@ class Host:
             if value is not None:
                 given[a.name] = value
         attrs = entry.op.resolve(given)  # ValueError names the operator and the attribute
-        compute, worker = compiled(entry.op.name)
+        compute, worker = compiled(entry.op.name, entry.elem_type)
         state = capi.c_alloc(8 * STATE_WORDS)  # released by ORT through C free (KernelDestroy)
         words = (C.c_int64 * STATE_WORDS).from_address(state)
         words[S_COMPUTE], words[S_API], words[S_WORKER] = compute, api_address, worker
@@ -203,9 +205,14 @@ def extensions_library() -> str:
 def kernels_available() -> bool:
     """Whether sessions run the lossops kernels here: onnxruntime-extensions is installed and machine code for
     them exists (prebuilt, or numba to compile it; machine_code.py says once why not)."""
+    return not why_no_kernels()
+
+
+def why_no_kernels() -> str:
+    """Why sessions run the decomposition instead of the kernels here ("" where they run the kernels)."""
     if importlib.util.find_spec("onnxruntime_extensions") is None:
-        return False
-    return machine_code.code() is not None
+        return "onnxruntime-extensions is not installed"
+    return machine_code.why_none() if machine_code.code() is None else ""
 
 
 _MARK = "lossops.kernels_registered"  # a session config entry: travels with the options object

@@ -97,7 +97,12 @@ class Code:
     source: str  # for people: "prebuilt x86-64-v3", "numba JIT"
     ops: tuple[str, ...]
 
-    def address(self, op_name: str, kind: str) -> int:
+    def address(self, op_name: str, kind: str, elem_type: int | None = None) -> int:
+        """The address of `kind` for `op_name`: serving every element type, or where the code is compiled on
+        demand, `elem_type` (where given) alone."""
+        return self.addresses(op_name, (kind,), elem_type)[0]
+
+    def addresses(self, op_name: str, kinds: tuple[str, ...], elem_type: int | None = None) -> list[int]:
         raise NotImplementedError
 
     def trampoline(self) -> int:
@@ -108,20 +113,21 @@ class Code:
 class Prebuilt(Code):
     library: ctypes.CDLL | None = None
 
-    def address(self, op_name: str, kind: str) -> int:
+    def addresses(self, op_name: str, kinds: tuple[str, ...], elem_type: int | None = None) -> list[int]:
         if op_name not in self.ops:
             raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(self.ops)}")
-        return ctypes.cast(getattr(self.library, f"lossops_{op_name}_{kind}"), ctypes.c_void_p).value
+        return [ctypes.cast(getattr(self.library, f"lossops_{op_name}_{kind}"), ctypes.c_void_p).value
+                for kind in kinds]
 
     def trampoline(self) -> int:
         return ctypes.cast(self.library.lossops_trampoline, ctypes.c_void_p).value
 
 
 class Jit(Code):
-    def address(self, op_name: str, kind: str) -> int:
+    def addresses(self, op_name: str, kinds: tuple[str, ...], elem_type: int | None = None) -> list[int]:
         from . import compiled
 
-        return compiled.functions(op_name)[kind].address
+        return [f.address for f in compiled.functions(op_name, elem_type).get(*kinds)]
 
     def trampoline(self) -> int:
         from . import compiled
@@ -175,34 +181,44 @@ def _jit() -> Jit:
 
 
 @functools.cache
-def code() -> Code | None:
-    """This process's machine code for the kernels, or None (the decomposition runs; said once)."""
+def _choice() -> tuple[Code | None, str]:
+    """(this process's machine code, or None; why None)."""
     wanted = os.environ.get(ENV, "").strip()
     if wanted == "none":
-        return None
+        return None, f"turned off by {ENV}=none"
     if wanted == "jit":
-        return _jit()
+        return _jit(), ""
     if wanted:
         if wanted not in LEVELS:
             raise ValueError(f"{ENV}={wanted!r}; expected 'jit', 'none' or one of {', '.join(LEVELS)}")
         found = load_prebuilt(wanted)
         if isinstance(found, str):
             raise ValueError(f"{ENV}={wanted}: {found}")
-        return found
+        return found, ""
     levels = cpu_levels()
     why = "this CPU is not x86-64-v2 or later" if not levels else ""
     if levels:
         found = load_prebuilt(levels[-1])
         if isinstance(found, Prebuilt):
-            return found
+            return found, ""
         why = found
     if _numba():
         if manifest() is not None:  # a wheel whose libraries do not serve here: say why numba compiles
             _note(f"{why}; compiling them with numba instead")
-        return _jit()
-    _note(f"{why}, and numba is not installed: lossops operators run as their standard-op decomposition "
-          "(pip install 'lossops[jit]' for the compiled kernels)")
-    return None
+        return _jit(), ""
+    why = f"{why}, and numba is not installed (pip install 'lossops[jit]' for the compiled kernels)"
+    _note(f"{why}: lossops operators run as their standard-op decomposition")
+    return None, why
+
+
+def code() -> Code | None:
+    """This process's machine code for the kernels, or None (the decomposition runs; said once)."""
+    return _choice()[0]
+
+
+def why_none() -> str:
+    """Why `code()` is None ("" where it is not)."""
+    return _choice()[1]
 
 
 def reads(op_name: str) -> tuple[bool, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import warnings
@@ -15,7 +16,15 @@ from onnx import ModelProto, NodeProto, helper
 from .. import opset
 from ..converters.lowering import lower
 from ..opset import validation
-from ..opset.model import attach_functions, graphs, inline_lossops_callers, lossops_nodes, stamp
+from ..opset.model import (
+    attach_functions,
+    elem_type_of,
+    graphs,
+    inline_lossops_callers,
+    lossops_nodes,
+    stamp,
+    value_types,
+)
 from . import cann, host
 
 Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
@@ -63,9 +72,10 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     if sess_options is None:
         raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
     prepared = inline_lossops_callers(model)  # lossops nodes in user functions too; no lossops functions
+    elems = _jit_element_types(prepared)
     for _, node in lossops_nodes(prepared):
-        try:
-            host.compiled(node.op_type)  # here rather than inside ORT's kernel creation: errors surface as Python's
+        try:  # here rather than inside ORT's kernel creation: errors surface as Python's
+            host.compiled(node.op_type, elems.get(id(node)))
         except KeyboardInterrupt:  # not the compiler's hundreds of frames
             raise KeyboardInterrupt(f"lossops: compiling the kernels of {node.op_type} was interrupted") from None
         node.domain = host.KERNEL_DOMAIN
@@ -75,6 +85,21 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     stamp(prepared)
     host.add_kernels(sess_options)
     return prepared.SerializeToString()
+
+
+def _jit_element_types(model: ModelProto) -> dict[int, int]:
+    """Where numba compiles the kernels on demand: each lossops node's element type (by id), so that only that
+    type's code is compiled; empty where the machine code is prebuilt (it serves every type)."""
+    from .machine_code import Jit, code
+
+    if not isinstance(code(), Jit):
+        return {}
+    types = value_types(model)
+    found = {}
+    for _, node in lossops_nodes(model):
+        with contextlib.suppress(ValueError):  # unknown here: every type is compiled
+            found[id(node)] = elem_type_of(node, types)
+    return found
 
 
 def _validate_kernel_nodes(model: ModelProto) -> None:

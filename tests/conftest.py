@@ -11,6 +11,14 @@ def pytest_addoption(parser):
                      help="test_plans.py: a covering design of the plan thresholds (CI), or their full product")
 
 
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: the controller prepared the machine code
+        return
+    from machine_code_once import prepare
+
+    prepare(lambda line: print(line, file=sys.stderr, flush=True))
+
+
 def pytest_terminal_summary(terminalreporter):
     if MAX_ULPS:
         terminalreporter.section("largest error against PyTorch float64, in ulps of the output dtype")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -11,8 +12,9 @@ from onnx import TensorProto, helper
 from lossops import opset
 
 
-def lossops(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lossops", *args], capture_output=True, text=True, timeout=300)
+def lossops(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lossops", *args], capture_output=True, text=True, timeout=300,
+                          env=None if env is None else {**os.environ, **env})
 
 
 def test_every_verb_has_help():
@@ -23,16 +25,35 @@ def test_every_verb_has_help():
 
 def test_demo(tmp_path):
     path = tmp_path / "demo.onnx"
-    done = lossops("demo", "-o", str(path), "--size", "2000", "--repeat", "2")
+    dtypes = ["float64", "float32", "float16", "bfloat16"]
+    done = lossops("demo", "-o", str(path), "--size", "2000", "--repeat", "2", *(f"--dtype={d}" for d in dtypes))
     assert done.returncode == 0, done.stderr
     assert f"saved {path}" in done.stdout
     rows = [line.split() for line in done.stdout.splitlines() if line.split()[:1] and line.split()[0] in opset.OPS]
-    assert len(rows) == 3 * 4
+    assert len(rows) == 3 * 4 and [r[1] for r in rows[::3]] == dtypes
+    assert "lossops kernels" in done.stdout
     for row in rows:  # operator dtype err_k time ms err_d time ms
         dtype, err_kernels, err_decomposition = row[1], float(row[2]), float(row[5])
         limit = {"float64": 1e-14, "float32": 1e-5, "float16": 1e-3, "bfloat16": 8e-3}[dtype]
         assert err_kernels <= limit and err_decomposition <= limit, row
     assert lossops("check", str(path)).returncode == 0
+
+
+def test_demo_without_kernels_says_so_and_labels_the_column(tmp_path):
+    done = lossops("demo", "-o", str(tmp_path / "demo.onnx"), "--size", "200", "--repeat", "1",
+                   env={"LOSSOPS_KERNELS": "none"})
+    assert done.returncode == 0, done.stderr
+    assert "no lossops kernels here (turned off by LOSSOPS_KERNELS=none)" in done.stdout
+    (header,) = [line for line in done.stdout.splitlines() if line.startswith("operator")]
+    assert "kernels" not in header and "lossops, decomposition" in header
+    rows = [line for line in done.stdout.splitlines() if line.split()[:1] and line.split()[0] in opset.OPS]
+    assert len(rows) == 3 and all(" float32 " in r for r in rows)
+
+
+def test_doctor_says_kernels_are_turned_off():
+    done = lossops("doctor", env={"LOSSOPS_KERNELS": "none"})
+    expected = "lossops kernels: turned off by LOSSOPS_KERNELS=none: lossops nodes run as their decomposition"
+    assert expected in done.stdout
 
 
 def test_check_reports_bad_nodes(tmp_path):
@@ -125,3 +146,29 @@ def test_a_verb_started_with_sigint_ignored_keeps_ignoring_it(tmp_path):
     out, err = process.communicate(timeout=600)
     assert process.returncode == 0 and "interrupted" not in err, err[-2000:]
     assert out.splitlines()[-1].endswith(" passed, 0 failed"), out[-500:]
+
+
+def test_conformance_says_each_backend_as_it_finishes_and_what_finished_on_ctrl_c():
+    """The default set is lossops' own forms; each backend's summary line comes when it finishes, before the next
+    backend's rows; Ctrl-C prints the summaries of the backends that finished and exits 130."""
+    import signal
+
+    from lossops.conformance.runner import DEFAULT_BACKENDS
+
+    assert DEFAULT_BACKENDS == ["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
+    process = subprocess.Popen([sys.executable, "-m", "lossops", "conformance", "--backend", "reference",
+                                "--backend", "lowered", "--backend", "decomposition"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default,
+                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    seen = []
+    for line in process.stdout:
+        seen.append(line)
+        if line.startswith("reference: "):  # the first backend's summary, while the second runs
+            break
+    assert process.poll() is None, "the verb ended before the signal: this test needs a longer one"
+    assert not any(line.startswith("test_") and " lowered " in line for line in seen)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 130 and err.strip().splitlines()[-1] == "lossops conformance: interrupted", err
+    tail = out.split("interrupted; the backends that finished:\n", 1)[1].splitlines()
+    assert tail[0].startswith("reference: ") and " passed, 0 failed" in tail[0]

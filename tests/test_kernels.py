@@ -158,7 +158,7 @@ def _plan(op: str, shapes: dict[int, tuple], n_inputs: int) -> np.ndarray:
         o["dims"][:a.ndim] = a.shape
     from lossops.ort_ext.kernels import entry_points
 
-    assert entry_points(op)[0](plan.ctypes.data) == engine.OK
+    assert entry_points(op, None, engine.FLOAT)[0](plan.ctypes.data) == engine.OK
     _keep.append(arrays)
     return plan
 

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # minutes on 2 cores: CI runs it (pytest -m slow)
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -36,7 +38,7 @@ def _package_files() -> set[str]:
     top = {f.split("/")[0] for f in folders}
     files = set()
     for path in _tracked():
-        if "/" not in path and path.endswith(".py") and path != "setup.py":  # the build's script, not a module
+        if "/" not in path and path.endswith(".py") and path not in ("setup.py", "build_backend.py"):  # the build's
             files.add(f"lossops/{path}")
         elif path.split("/")[0] in top:
             files.add(f"lossops/{path}")

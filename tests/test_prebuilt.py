@@ -58,6 +58,7 @@ def _outputs(kernels: str, path, **env_vars: str) -> dict[str, np.ndarray]:
     return dict(np.load(path))
 
 
+@pytest.mark.slow  # numba compiles every operator for the comparison: minutes
 @needs_prebuilt
 def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tmp_path):
     """The JIT compiles for the same level here (NUMBA_CPU_NAME/FEATURES, as the build does): for this host's
@@ -66,8 +67,9 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
     from lossops.conformance import golden
 
     on_this_cpu = machine_code.cpu_levels()
-    assert set(_MANIFEST["levels"]) == set(machine_code.LEVELS), "the wheel carries every level"
-    for level in machine_code.LEVELS:
+    # a wheel carries every level (.ci/wheel.sh checks it); a checkout's tests build the best one (conftest.py)
+    assert set(_MANIFEST["levels"]) <= set(machine_code.LEVELS) and on_this_cpu[-1] in _MANIFEST["levels"]
+    for level in _MANIFEST["levels"]:
         if level not in on_this_cpu:
             continue  # said in test_the_levels_this_cpu_runs
         suite = _run("from lossops.cli import main; raise SystemExit(main(['conformance', '--backend', 'kernels', "

@@ -67,3 +67,22 @@ def test_the_readme_operator_table_is_generated_from_the_records():
     table = operator_table()
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == list(opset.OPS)
     assert table in README.read_text(), "README's operator table is stale: python -m lossops.opset.docs --table"
+
+
+def test_the_readme_verbs_table_is_generated_from_the_command_line():
+    """The README's table of verbs is `python -m lossops.cli --verbs-table`: every verb, every option."""
+    from lossops.cli import verbs_table
+
+    assert verbs_table() in README.read_text(), "README's verbs table is stale: python -m lossops.cli --verbs-table"
+
+
+def test_ci_runs_the_quick_start_commands_as_written_and_their_torch_is_the_extras_pin():
+    import tomllib
+
+    commands = re.findall(r"^    (python3 -m venv .*)$", README.read_text(), re.M)
+    assert len(commands) == 2
+    ci = (README.parent / ".ci" / "run").read_text()
+    assert all(command in ci.splitlines() for command in commands)
+    extras = tomllib.loads((README.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    (pin,) = {r for r in extras["test"] if r.startswith("torch")}
+    assert f" {pin} " in commands[1]

@@ -18,6 +18,8 @@ from lossops.converters.step_check import FLOOR
 from lossops.converters.training import SGD, StepExportError, export_training_step
 from lossops.ort_ext import TrainingSession
 
+pytestmark = pytest.mark.slow  # minutes on 2 cores: CI runs it (pytest -m slow)
+
 logging.getLogger("torch").setLevel(logging.ERROR)
 
 # the update p - lr * g, computed in float32, against PyTorch's float32 g: their own rounding, and the update's

@@ -41,15 +41,24 @@ _STEP = {"plan": ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64),
          "finish": ctypes.CFUNCTYPE(None, ctypes.c_int64)}
 
 
-@functools.cache
-def entry_points(op_name: str, code: machine_code.Code | None = None):
+def entry_points(op_name: str, code: machine_code.Code | None = None, elem_type: int | None = None):
     """The compiled steps of one operator's call (plan, start, task, finish), callable with a PLAN's address:
-    of `code`, or of the process's machine code (machine_code.code())."""
+    of `code`, or of the process's machine code (machine_code.code()); for `elem_type` (where compiled on
+    demand) or any. Without `elem_type`, only checks that the operator has a kernel here."""
     code = code or machine_code.code()
     if code is None:
         raise RuntimeError("lossops: the kernels are not available here (see the note above); "
                            "pip install 'lossops[jit]' for them")
-    return tuple(_STEP[kind](code.address(op_name, kind)) for kind in ("plan", "start", "task", "finish"))
+    if op_name not in code.ops:
+        raise ValueError(f"'{op_name}' has no lossops kernel; the kernels are {sorted(code.ops)}")
+    return None if elem_type is None else _steps(op_name, code, elem_type)
+
+
+@functools.cache
+def _steps(op_name: str, code: machine_code.Code, elem_type: int):
+    kinds = ("plan", "start", "task", "finish")
+    return tuple(_STEP[kind](address) for kind, address in zip(kinds, code.addresses(op_name, kinds, elem_type),
+                                                                    strict=True))
 
 
 def message(plan: np.ndarray) -> str:
@@ -62,7 +71,7 @@ def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict,
              code: machine_code.Code | None = None):
     """(plan, arrays, dtype) of a call on numpy arrays, checked; InvalidInput when the inputs break the
     operator's contract."""
-    steps = entry_points(op_name, code)  # ValueError for an operator without a kernel
+    entry_points(op_name, code)  # RuntimeError without machine code, ValueError for an operator without a kernel
     op = opset.get(op_name)
     attrs = op.resolve(attributes)
     formal = op.inputs
@@ -74,6 +83,7 @@ def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict,
         got = "no inputs" if first is None else f"input '{formal[first].name}' of element type {arrays[first].dtype}"
         raise InvalidInput(f"{op_name}: got {got}; expected float16, bfloat16, float or double tensors")
     dtype = arrays[first].dtype
+    steps = entry_points(op_name, code, ELEMENT_TYPES[dtype])
     plan = np.zeros(1, layout.PLAN)
     p = plan[0]
     p["elem_type"], p["itemsize"] = ELEMENT_TYPES[dtype], dtype.itemsize
@@ -122,7 +132,7 @@ def run_with(code: machine_code.Code | None, op_name: str, inputs: list[np.ndarr
     workspace = _empty_aligned((int(plan["workspace_bytes"][0]),), np.dtype(np.uint8))
     plan["out_address"] = out.view(storage).ctypes.data if out.size else 0
     plan["workspace"] = workspace.ctypes.data
-    _, start, task, finish = entry_points(op_name, code)
+    _, start, task, finish = entry_points(op_name, code, ELEMENT_TYPES[dtype])
     address = plan.ctypes.data
     start(address)
     for i in range(int(plan["ntasks"][0])):

@@ -590,16 +590,17 @@ def plan(op, address):
     """Check and lay out the call whose PLAN record is at `address`; returns its status (0: ok)."""
 
 
-def start(op, address):
-    """Prepare the workspace of a planned call (after the front end allocated output and workspace)."""
+def start(op, address, elem=None):
+    """Prepare the workspace of a planned call (after the front end allocated output and workspace). `elem`, a
+    literal element type, compiles that type's code only; without it the plan's type is dispatched at run time."""
 
 
-def task(op, address, i):
-    """Compute task i of a started call."""
+def task(op, address, i, elem=None):
+    """Compute task i of a started call (`elem`: as `start`)."""
 
 
-def finish(op, address):
-    """Write the reduced or summed-back output of a call whose tasks are all done."""
+def finish(op, address, elem=None):
+    """Write the reduced or summed-back output of a call whose tasks are all done (`elem`: as `start`)."""
 
 
 def _kernel(op):
@@ -619,9 +620,20 @@ def _plan_impl(op, address):
                                      names)
 
 
-def _by_element_type(step, value):
+def _by_element_type(step, value, only=None):
     """A compiled call(address, i) of step(address, i, value, storage, compute) at the plan's element type: its
-    storage in the loops (numba has no float16/bfloat16 scalars: their bits) and the type it computes in."""
+    storage in the loops (numba has no float16/bfloat16 scalars: their bits) and the type it computes in.
+    `only`: that element type alone (the plan's is then not read), so numba compiles one type's loops, not four."""
+    types_ = {FLOAT: (np.float32, np.float32), DOUBLE: (np.float64, np.float64), FLOAT16: (np.uint16, np.float32),
+              BFLOAT16: (np.int16, np.float32)}
+    if only is not None:
+        storage, compute = types_[only]
+
+        @_jit
+        def one(address, i):
+            step(address, i, value, storage, compute)
+
+        return one
 
     @_jit
     def call(address, i):
@@ -638,28 +650,33 @@ def _by_element_type(step, value):
     return call
 
 
+def _literal(elem):
+    """The element type an entry point is compiled for: an integer literal, or None (every type)."""
+    return elem.literal_value if isinstance(elem, types.IntegerLiteral) else None
+
+
 @overload(start, prefer_literal=True)
-def _start_impl(op, address):
+def _start_impl(op, address, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_start, len(k.roles))
-    return lambda op, address: call(address, 0)
+    call = _by_element_type(_start, len(k.roles), _literal(elem))
+    return lambda op, address, elem=None: call(address, 0)
 
 
 @overload(task, prefer_literal=True)
-def _task_impl(op, address, i):
+def _task_impl(op, address, i, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_task_for(op.literal_value), k.principal)
-    return lambda op, address, i: call(address, i)
+    call = _by_element_type(_task_for(op.literal_value), k.principal, _literal(elem))
+    return lambda op, address, i, elem=None: call(address, i)
 
 
 @overload(finish, prefer_literal=True)
-def _finish_impl(op, address):
+def _finish_impl(op, address, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_finish, k.principal)
-    return lambda op, address: call(address, 0)
+    call = _by_element_type(_finish, k.principal, _literal(elem))
+    return lambda op, address, elem=None: call(address, 0)
