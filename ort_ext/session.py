@@ -75,7 +75,7 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     elems = _jit_element_types(prepared)
     for _, node in lossops_nodes(prepared):
         try:  # here rather than inside ORT's kernel creation: errors surface as Python's
-            host.compiled(node.op_type, elems.get(id(node)))
+            host.compiled(node.op_type, elems.get(node.output[0]))
         except KeyboardInterrupt:  # not the compiler's hundreds of frames
             raise KeyboardInterrupt(f"lossops: compiling the kernels of {node.op_type} was interrupted") from None
         node.domain = host.KERNEL_DOMAIN
@@ -87,9 +87,9 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     return prepared.SerializeToString()
 
 
-def _jit_element_types(model: ModelProto) -> dict[int, int]:
-    """Where numba compiles the kernels on demand: each lossops node's element type (by id), so that only that
-    type's code is compiled; empty where the machine code is prebuilt (it serves every type)."""
+def _jit_element_types(model: ModelProto) -> dict[str, int]:
+    """Where numba compiles the kernels on demand: each lossops node's element type (by its output's name), so
+    that only that type's code is compiled; empty where the machine code is prebuilt (it serves every type)."""
     from .machine_code import Jit, code
 
     if not isinstance(code(), Jit):
@@ -98,7 +98,7 @@ def _jit_element_types(model: ModelProto) -> dict[int, int]:
     found = {}
     for _, node in lossops_nodes(model):
         with contextlib.suppress(ValueError):  # unknown here: every type is compiled
-            found[id(node)] = elem_type_of(node, types)
+            found[node.output[0]] = elem_type_of(node, types)
     return found
 
 
