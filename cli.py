@@ -118,7 +118,12 @@ def _bench(args: argparse.Namespace) -> int:
         from .bench import report, summary
 
         render = summary if args.summary else report
-        print(render(json.loads(Path(args.summary or args.markdown).read_text())), end="")
+        path = args.summary or args.markdown
+        try:
+            text = render(json.loads(Path(path).read_text()))
+        except (KeyError, TypeError, IndexError, AttributeError, json.JSONDecodeError) as e:
+            raise ValueError(f"{path} is not a saved `lossops bench --json` run ({type(e).__name__}: {e})") from None
+        print(text, end="")
         return 0
 
     return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op,

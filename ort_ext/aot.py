@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import ctypes
+import hashlib
 import json
 import os
 import shutil
@@ -74,13 +75,14 @@ _BASELINE_POW = ["double lossops_pow_2_2_5(double, double);",
                  "HIDDEN double pow(double x, double y) { return lossops_pow_2_2_5(x, y); }"]
 
 
-def _stubs(functions: set[str], data: set[str], stamp: str) -> str:
+def _stubs(functions: set[str], data: set[str], stamp: str, level: str) -> str:
     lines = ["/* lossops: numba's and CPython's symbols on the never-taken error paths of numba's wrappers. */",
              "#define HIDDEN __attribute__((visibility(\"hidden\")))"]
     lines += [f"HIDDEN long {name}(void) {{ return 0; }}" for name in sorted(functions)]
     lines += _BASELINE_POW
     lines += [f"HIDDEN void *{name} = 0;" for name in sorted(data)]
     lines.append(f'__attribute__((visibility("default"))) const char *lossops_stamp = "{stamp}";')
+    lines.append(f'__attribute__((visibility("default"))) const char *lossops_level = "{level}";')
     return "\n".join(lines) + "\n"
 
 
@@ -115,7 +117,7 @@ def link(level: str, work: Path, out: Path) -> None:
     functions = {f for u in undefined for f in u["functions"]}
     data = {d for u in undefined for d in u["data"]}
     stubs = work / "stubs.c"
-    stubs.write_text(_stubs({f for f in functions if not _system_symbol(f)}, data, machine_code.source_stamp()))
+    stubs.write_text(_stubs({f for f in functions if not _system_symbol(f)}, data, machine_code.source_stamp(), level))
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:
         raise SystemExit(f"lossops aot: linking the kernels needs a C compiler ({cc!r} not found; set CC), "
@@ -130,9 +132,13 @@ def write_manifest(out: Path, levels: list[str]) -> None:
     """What machine_code.py reads: the sources' stamp, each level's library, what each kernel reads."""
     from .kernels.registry import KERNELS
 
+    def entry(level: str) -> dict:
+        data = (out / f"lossops_kernels-{level}.so").read_bytes()
+        return {"file": f"lossops_kernels-{level}.so", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+
     manifest = {
         "stamp": machine_code.source_stamp(),
-        "levels": {level: f"lossops_kernels-{level}.so" for level in levels},
+        "levels": {level: entry(level) for level in levels},
         "ops": {op: {"reads": list(k.reads[:len(k.op.inputs)])} for op, k in KERNELS.items()},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

@@ -22,13 +22,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]  # the lossops package (the repository root in a checkout)
+from .stamp import PACKAGE, source_stamp  # noqa: F401 - PACKAGE: re-exported for the kernels' cache
+
 LIBRARIES = Path(__file__).resolve().parent / "prebuilt"  # what ort_ext/aot.py writes: manifest.json, *.so
-# everything the machine code is made from: the kernels and their engine, the compiled ORT callbacks and the
-# OrtApi slots they call, how a library is built, the operator records (the numpy front end, kernels/__init__.py,
-# is Python that calls the code, not part of it)
-SOURCES = ("ort_ext/kernels/*.py", "ort_ext/compiled.py", "ort_ext/capi.py", "ort_ext/aot.py", "opset/*.py")
-_NOT_COMPILED = ("ort_ext/kernels/__init__.py",)
 ENV = "LOSSOPS_KERNELS"
 KINDS = ("compute", "task", "plan", "start", "finish")
 
@@ -54,23 +50,6 @@ def llvm_features(level: str) -> str:
     """The LLVM feature string of a level: its own features and those of the levels below it."""
     names = list(LEVELS)
     return ",".join(LEVELS[n][1] for n in names[:names.index(level) + 1] if LEVELS[n][1])
-
-
-@functools.cache
-def source_stamp() -> str:
-    """A hash over every source the compiled code is made from: a prebuilt library or a cache entry whose
-    stamp differs was made from other sources and is never used."""
-    digest = hashlib.sha256()
-    for pattern in SOURCES:
-        for path in sorted(PACKAGE.glob(pattern)):
-            if path.relative_to(PACKAGE).as_posix() in _NOT_COMPILED:
-                continue
-            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-source_stamp()  # now, as the modules are imported: an upgrade under a running process must not pair the old
-# Python (the record's layout) with the new machine code
 
 
 def cpu_levels() -> list[str]:
@@ -136,10 +115,31 @@ class Jit(Code):
 
 
 def manifest() -> dict | None:
+    """The prebuilt libraries' manifest, or None where there is none or it is not one (`manifest_problem`)."""
+    return _manifest()[0]
+
+
+def manifest_problem() -> str:
+    """Why ort_ext/prebuilt/manifest.json cannot be used ("" where it can, or where there is none)."""
+    return _manifest()[1]
+
+
+def _manifest() -> tuple[dict | None, str]:
+    path = LIBRARIES / "manifest.json"
     try:
-        return json.loads((LIBRARIES / "manifest.json").read_text())
-    except (OSError, ValueError):
-        return None
+        found = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None, ""
+    except (OSError, ValueError) as e:
+        return None, f"{path} does not read as JSON ({e})"
+    levels = found.get("levels") if isinstance(found, dict) else None
+    if not (isinstance(found, dict) and isinstance(found.get("stamp"), str) and isinstance(found.get("ops"), dict)
+            and isinstance(levels, dict)
+            and all(isinstance(v, dict) and isinstance(v.get("file"), str) and isinstance(v.get("size"), int)
+                    and isinstance(v.get("sha256"), str) for v in levels.values())):
+        return None, (f"{path} is not a lossops manifest (expected stamp, ops, and levels each with file, size "
+                      "and sha256)")
+    return found, ""
 
 
 def _note(text: str) -> None:
@@ -147,21 +147,36 @@ def _note(text: str) -> None:
 
 
 def load_prebuilt(level: str) -> Prebuilt | str:
-    """The prebuilt library of `level`, or why it cannot be used."""
-    found = manifest()
+    """The prebuilt library of `level`, or why it cannot be used: nothing is loaded that this CPU cannot run or
+    that is not the file the manifest names (a truncated file mapped by the loader would end the process)."""
+    found, problem = _manifest()
+    if problem:
+        return problem
     if found is None:
         return "this install has no prebuilt kernels"
-    if found.get("stamp") != source_stamp():
+    if found["stamp"] != source_stamp():
         return "the prebuilt kernels were built from other sources than the installed ones"
-    if level not in found.get("levels", {}):
-        return f"no prebuilt kernels for {level} (the install has {', '.join(found.get('levels', {})) or 'none'})"
+    if level not in cpu_levels():
+        return f"this CPU cannot run {level} code (it runs {', '.join(cpu_levels()) or 'no x86-64 level'})"
+    if level not in found["levels"]:
+        return f"no prebuilt kernels for {level} (the install has {', '.join(found['levels']) or 'none'})"
+    entry = found["levels"][level]
+    path = LIBRARIES / entry["file"]
     try:
-        library = ctypes.CDLL(str(LIBRARIES / found["levels"][level]))
+        data = path.read_bytes()
+    except OSError as e:
+        return f"the prebuilt library for {level} cannot be read ({e})"
+    if len(data) != entry["size"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+        return (f"the prebuilt library for {level} is damaged or replaced ({len(data)} bytes; the manifest says "
+                f"{entry['size']} and another hash)")
+    try:
+        library = ctypes.CDLL(str(path))
         stamp = ctypes.c_char_p.in_dll(library, "lossops_stamp").value
+        built_for = ctypes.c_char_p.in_dll(library, "lossops_level").value
     except (OSError, ValueError) as e:
         return f"the prebuilt kernels for {level} do not load ({e})"
-    if stamp is None or stamp.decode() != source_stamp():
-        return f"the prebuilt library for {level} is not the one its manifest names"
+    if stamp is None or stamp.decode() != source_stamp() or built_for is None or built_for.decode() != level:
+        return f"the prebuilt library under {level}'s name was built for {built_for and built_for.decode()}"
     return Prebuilt(f"prebuilt {level}", tuple(found["ops"]), library)
 
 
@@ -182,19 +197,22 @@ def _jit() -> Jit:
 
 @functools.cache
 def _choice() -> tuple[Code | None, str]:
-    """(this process's machine code, or None; why None)."""
+    """(this process's machine code, or None; why None). An override that cannot be honoured is said in one
+    line, and the automatic choice is made instead."""
     wanted = os.environ.get(ENV, "").strip()
     if wanted == "none":
         return None, f"turned off by {ENV}=none"
-    if wanted == "jit":
+    if wanted == "jit" and _numba():
         return _jit(), ""
-    if wanted:
-        if wanted not in LEVELS:
-            raise ValueError(f"{ENV}={wanted!r}; expected 'jit', 'none' or one of {', '.join(LEVELS)}")
+    if wanted == "jit":
+        _note(f"{ENV}=jit, but numba is not installed (pip install 'lossops[jit]'): choosing as without it")
+    elif wanted in LEVELS:
         found = load_prebuilt(wanted)
-        if isinstance(found, str):
-            raise ValueError(f"{ENV}={wanted}: {found}")
-        return found, ""
+        if isinstance(found, Prebuilt):
+            return found, ""
+        _note(f"{ENV}={wanted} refused: {found}; choosing as without it")
+    elif wanted:
+        _note(f"{ENV}={wanted!r} is not 'jit', 'none' or one of {', '.join(LEVELS)}: choosing as without it")
     levels = cpu_levels()
     why = "this CPU is not x86-64-v2 or later" if not levels else ""
     if levels:
@@ -203,7 +221,7 @@ def _choice() -> tuple[Code | None, str]:
             return found, ""
         why = found
     if _numba():
-        if manifest() is not None:  # a wheel whose libraries do not serve here: say why numba compiles
+        if manifest() is not None or manifest_problem():  # a wheel whose libraries do not serve here: say why
             _note(f"{why}; compiling them with numba instead")
         return _jit(), ""
     why = f"{why}, and numba is not installed (pip install 'lossops[jit]' for the compiled kernels)"

@@ -172,3 +172,18 @@ def test_conformance_says_each_backend_as_it_finishes_and_what_finished_on_ctrl_
     assert process.returncode == 130 and err.strip().splitlines()[-1] == "lossops conformance: interrupted", err
     tail = out.split("interrupted; the backends that finished:\n", 1)[1].splitlines()
     assert tail[0].startswith("reference: ") and " passed, 0 failed" in tail[0]
+
+
+def test_bench_summary_of_something_else_is_one_line(tmp_path):
+    (tmp_path / "run.json").write_text('[{"op": 1}]')
+    done = lossops("bench", "--summary", str(tmp_path / "run.json"))
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"lossops bench: {tmp_path / 'run.json'} is not a saved `lossops bench --json` run")
+
+
+def test_doctor_with_jit_asked_for_and_no_numba_is_one_line(tmp_path):
+    (tmp_path / "numba.py").write_text("raise ImportError('no numba here')\n")  # shadows the real one
+    (tmp_path / "sitecustomize.py").write_text("import sys; sys.modules['numba'] = None\n")
+    done = lossops("doctor", env={"LOSSOPS_KERNELS": "jit", "PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "LOSSOPS_KERNELS=jit, but numba is not installed" in done.stderr

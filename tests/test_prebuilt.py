@@ -90,9 +90,9 @@ def test_a_library_exports_its_entry_points_only():
     """Each operator's five functions, the trampoline and the stamp; the stubs for numba's and CPython's symbols
     stay hidden, so they never stand in for a process's real ones."""
     expected = {f"lossops_{op}_{kind}" for op in _MANIFEST["ops"] for kind in machine_code.KINDS}
-    expected |= {"lossops_trampoline", "lossops_stamp"}
-    for level, name in _MANIFEST["levels"].items():
-        listed = subprocess.run(["nm", "-D", "--defined-only", str(machine_code.LIBRARIES / name)],
+    expected |= {"lossops_trampoline", "lossops_stamp", "lossops_level"}
+    for level, entry in _MANIFEST["levels"].items():
+        listed = subprocess.run(["nm", "-D", "--defined-only", str(machine_code.LIBRARIES / entry["file"])],
                                 capture_output=True, text=True, check=True).stdout
         assert {line.split()[-1] for line in listed.splitlines()} == expected, level
 
@@ -102,9 +102,9 @@ def test_a_library_exports_its_entry_points_only():
 def test_a_library_needs_only_the_manylinux_2_17_glibc():
     """The wheel is manylinux_2_17: no symbol from a newer glibc (pow is bound to its GLIBC_2.2.5 version; the
     default, GLIBC_2.29, made auditwheel refuse the wheel)."""
-    for level, name in _MANIFEST["levels"].items():
-        listed = subprocess.run(["objdump", "-T", str(machine_code.LIBRARIES / name)], capture_output=True, text=True,
-                                check=True).stdout
+    for level, entry in _MANIFEST["levels"].items():
+        listed = subprocess.run(["objdump", "-T", str(machine_code.LIBRARIES / entry["file"])], capture_output=True,
+                                text=True, check=True).stdout
         versions = {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_([0-9.]+)\)", listed)}
         assert versions and max(versions) <= (2, 17), (level, sorted(versions))
 
@@ -182,3 +182,97 @@ def test_a_library_from_other_sources_is_refused(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "numba JIT"
     assert "built from other sources" in done.stderr
+
+
+_DAMAGED = """
+    import json, shutil, sys
+    from pathlib import Path
+    import numpy as np
+    from lossops.ort_ext import machine_code
+    copy = Path(sys.argv[1]) / "prebuilt"
+    shutil.copytree(machine_code.LIBRARIES, copy)
+    manifest = json.loads((copy / "manifest.json").read_text())
+    best = machine_code.cpu_levels()[-1]
+    library = copy / manifest["levels"][best]["file"]
+    damage = sys.argv[2]
+    if damage == "truncated":  # a half-written install: the loader would map past the file's end (SIGBUS)
+        library.write_bytes(library.read_bytes()[:len(library.read_bytes()) // 2])
+    elif damage == "another level":  # another level's library under this one's name, manifest updated to match
+        other = next(level for level in manifest["levels"] if level != best)
+        shutil.copy(copy / manifest["levels"][other]["file"], library)
+        manifest["levels"][best] |= {k: manifest["levels"][other][k] for k in ("size", "sha256")}
+    elif damage == "manifest a list":
+        manifest = [manifest]
+    elif damage == "manifest without levels":
+        del manifest["levels"]
+    (copy / "manifest.json").write_text(json.dumps(manifest))
+    machine_code.LIBRARIES = copy
+    from lossops.conformance.cases import node_model
+    from lossops.ort_ext import InferenceSession
+    x = np.linspace(0.1, 0.9, 1000, dtype=np.float32)
+    model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
+    print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].shape, machine_code.code().source)
+"""
+
+
+@needs_prebuilt
+@pytest.mark.parametrize(("damage", "said"), [
+    ("truncated", "is damaged or replaced"),
+    ("another level", "was built for"),
+    ("manifest a list", "is not a lossops manifest"),
+    ("manifest without levels", "is not a lossops manifest"),
+])
+def test_a_damaged_install_is_refused_in_one_line_and_the_kernels_still_run(tmp_path, damage, said):
+    """What the loader meets in a broken install ends in one line and the fallback (numba here), never a
+    signal: a truncated library, another level's library under this level's name, a malformed manifest."""
+    if damage == "another level" and len(_MANIFEST["levels"]) < 2:
+        pytest.skip("needs two levels in ort_ext/prebuilt/ (a wheel's four; a checkout's tests build one)")
+    done = _run(_DAMAGED, str(tmp_path), damage)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-2:] == ["numba", "JIT"], done.stdout
+    # one line says why; numba's own progress lines may follow where its cache is cold
+    lines = [line for line in done.stderr.splitlines()
+             if line.startswith("lossops:") and not line.startswith(("lossops: compiling the kernels of",
+                                                                     "lossops: compiled "))]
+    assert len(lines) == 1 and said in lines[0] and "compiling them with numba instead" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+
+
+_LEVEL_BEYOND_THE_CPU = next((level for level in machine_code.LEVELS if level not in machine_code.cpu_levels()), None)
+
+
+@needs_prebuilt
+@pytest.mark.skipif(_LEVEL_BEYOND_THE_CPU is None, reason="this CPU runs every level")
+def test_an_override_naming_a_level_this_cpu_cannot_run_is_refused_in_one_line():
+    """LOSSOPS_KERNELS=x86-64-v4 on a CPU without AVX-512 ended the process with SIGILL at the first call."""
+    done = _run("""
+        import numpy as np
+        from lossops.ort_ext import machine_code
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        x = np.linspace(0.1, 0.9, 1000, dtype=np.float32)
+        model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
+        print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].shape, machine_code.code().source)
+    """, kernels=_LEVEL_BEYOND_THE_CPU)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split()[-2:] == ["prebuilt", machine_code.cpu_levels()[-1]]
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"lossops: LOSSOPS_KERNELS={_LEVEL_BEYOND_THE_CPU} refused: this CPU cannot run"), line
+
+
+def test_jit_asked_for_without_numba_is_one_line():
+    done = _run("""
+        import sys
+        sys.modules["numba"] = None
+        import numpy as np
+        from lossops.ort_ext import machine_code
+        from lossops.conformance.cases import node_model
+        from lossops.ort_ext import InferenceSession
+        x = np.linspace(0.1, 0.9, 10, dtype=np.float32)
+        model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
+        InferenceSession(model.SerializeToString()).run(None, feeds)
+        print(machine_code.code() and machine_code.code().source)
+    """, kernels="jit")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    assert done.stderr.splitlines()[0].startswith("lossops: LOSSOPS_KERNELS=jit, but numba is not installed")

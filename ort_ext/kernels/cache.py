@@ -40,13 +40,13 @@ from pathlib import Path
 
 from numba.core import bytecode, caching
 
-from .. import machine_code
+from .. import stamp
 
-_PACKAGE = machine_code.PACKAGE
+_PACKAGE = stamp.PACKAGE
 
 
 def source_hash() -> bytes:
-    return bytes.fromhex(machine_code.source_stamp())
+    return bytes.fromhex(stamp.source_stamp())
 
 
 def _ours(py_file: str) -> bool:

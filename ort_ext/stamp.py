@@ -1,0 +1,33 @@
+"""The stamp of the kernels' machine code: one hash over every source it is made from. A prebuilt library
+(machine_code.py) or a compile-cache entry (kernels/cache.py) whose stamp is not the installed sources' is never
+used."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1]  # the lossops package (the repository root in a checkout)
+# everything the machine code is made from: the kernels and their engine, the compiled ORT callbacks and the
+# OrtApi slots they call, how a library is built, the operator records (the numpy front end, kernels/__init__.py,
+# is Python that calls the code, not part of it)
+SOURCES = ("ort_ext/kernels/*.py", "ort_ext/compiled.py", "ort_ext/capi.py", "ort_ext/aot.py", "opset/*.py")
+_NOT_COMPILED = ("ort_ext/kernels/__init__.py",)
+
+
+@functools.cache
+def source_stamp() -> str:
+    """A hash over every source the compiled code is made from: a prebuilt library or a cache entry whose
+    stamp differs was made from other sources and is never used."""
+    digest = hashlib.sha256()
+    for pattern in SOURCES:
+        for path in sorted(PACKAGE.glob(pattern)):
+            if path.relative_to(PACKAGE).as_posix() in _NOT_COMPILED:
+                continue
+            digest.update(path.relative_to(PACKAGE).as_posix().encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+source_stamp()  # now, as the modules are imported: an upgrade under a running process must not pair the old
+# Python (the record's layout) with the new machine code
