@@ -12,13 +12,13 @@ from .registry import (
     function,
     functions,
     get,
-    make_node,
     node_attributes,
     opset_imports,
     register,
     specialisations,
     specialise,
 )
+from .validation import make_node
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
 
 register()  # once, when the package is imported: onnx's checker and inference then know the lossops schemas

@@ -170,21 +170,5 @@ def node_attributes(node: NodeProto) -> dict[str, object]:
             for a in node.attribute}
 
 
-def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str | None = None, **attrs) -> NodeProto:
-    """A lossops node; attribute values are checked now, so a typo fails here and not at run time."""
-    from .validation import node_problems
-
-    op = get(op_type)
-    # a float attribute given as a Python int (alpha=1) is meant as the float; onnx would store an INT
-    attrs = {k: float(v) if k in op.defaults() and op.attribute(k).kind is float and type(v) is int else v
-             for k, v in attrs.items()}
-    op.resolve(attrs)
-    node = helper.make_node(op_type, inputs, outputs, name=name, domain=DOMAIN, **attrs)
-    problems = node_problems(node)
-    if problems:
-        raise ValueError(problems[0])
-    return node
-
-
 def opset_imports() -> list:
     return [helper.make_opsetid("", ONNX_OPSET), helper.make_opsetid(DOMAIN, VERSION)]

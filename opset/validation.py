@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 
 from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, helper
 
-from .registry import OPS
+from .registry import OPS, get
 from .versions import DOMAIN, VERSION
 
 
@@ -110,3 +110,17 @@ def validate_nodes(model: ModelProto) -> None:
     if found:
         more = f" (and {len(found) - 1} more problem(s))" if len(found) > 1 else ""
         raise ValueError(found[0] + more)
+
+
+def make_node(op_type: str, inputs: list[str], outputs: list[str], name: str | None = None, **attrs) -> NodeProto:
+    """A lossops node; attribute values are checked now, so a typo fails here and not at run time."""
+    op = get(op_type)
+    # a float attribute given as a Python int (alpha=1) is meant as the float; onnx would store an INT
+    attrs = {k: float(v) if k in op.defaults() and op.attribute(k).kind is float and type(v) is int else v
+             for k, v in attrs.items()}
+    op.resolve(attrs)
+    node = helper.make_node(op_type, inputs, outputs, name=name, domain=DOMAIN, **attrs)
+    problems = node_problems(node)
+    if problems:
+        raise ValueError(problems[0])
+    return node
