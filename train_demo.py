@@ -200,6 +200,7 @@ def main(steps: int, mode: str, plot_path: str | None = None) -> int:
         require("matplotlib", "lossops train-demo --plot")  # before the training, not after
     results = []
     for problem in problems(steps):
+        print(f"{problem.name}: exporting its training step and training {steps} steps both ways...", flush=True)
         results.append(run(problem, steps, mode))
         graph = results[-1].session.definition.model.graph
         nodes = sorted({n.op_type for n in graph.node if n.domain == opset.DOMAIN})

@@ -140,7 +140,7 @@ def check(traced: Traced, module, loss_fn: Callable, module_args: tuple, loss_ar
         except Exception as e:  # any failure means: no float64 reference for this module
             precise = own
             report.reference = (f"the module's precision (it does not run in float64: {type(e).__name__}: "
-                                f"{_first_line(e)})")
+                                f"{first_line(e)})")
         got = session.run(None, _feeds(traced, arguments))
         failures = _compare(traced.outputs, got, own, precise, report)
         if failures:
@@ -196,10 +196,11 @@ def _shorter(traced: Traced, module_args: tuple, loss_args: tuple) -> tuple | No
 
 def _feeds(traced: Traced, arguments: tuple) -> dict[str, np.ndarray]:
     names = [i.name for i in traced.model.graph.input]
-    return {n: _numpy(v) for n, v in zip(names, arguments, strict=True)}
+    return {n: to_numpy(v) for n, v in zip(names, arguments, strict=True)}
 
 
-def _numpy(tensor) -> np.ndarray:
+def to_numpy(tensor) -> np.ndarray:
+    """A tensor's values as numpy's (bfloat16 as ml_dtypes.bfloat16, which torch's .numpy() refuses)."""
     if tensor.dtype == torch.bfloat16:
         import ml_dtypes
 
@@ -252,7 +253,7 @@ def _autograd(module, loss_fn, module_args: tuple, loss_args: tuple, trained: li
     return values
 
 
-def _dynamic_shapes(traced: Traced) -> tuple | None:
+def dynamic_shapes(traced: Traced) -> tuple | None:
     """torch.onnx.export's dynamic_shapes for the traced graph's inputs (None where every axis is static)."""
     symbols = {name: torch.export.Dim(name) for axes in traced.dims for name in axes.values()}
     if not symbols:
@@ -270,7 +271,8 @@ def _quiet_options():
     return options
 
 
-def _first_line(error: BaseException) -> str:
+def first_line(error: BaseException) -> str:
+    """An exception's message, its first line only (exporters' run to pages)."""
     return (str(error).strip().splitlines() or [""])[0]
 
 
@@ -291,13 +293,13 @@ def locate(traced: Traced, translation: dict, arguments: tuple) -> str:
             expected = probe(*arguments)
         program = torch.onnx.export(probe, traced.arguments, dynamo=True, custom_translation_table=translation,
                                     input_names=[i.name for i in traced.model.graph.input], verbose=False,
-                                    optimize=False, dynamic_shapes=_dynamic_shapes(traced))
+                                    optimize=False, dynamic_shapes=dynamic_shapes(traced))
         got = InferenceSession(program.model_proto, _quiet_options(), mode="decomposition").run(
             None, _feeds(traced, arguments))
     except Exception as e:  # the localisation is a diagnosis: its own failure is reported
-        return f"(The op could not be located: {type(e).__name__}: {_first_line(e)}.)"
+        return f"(The op could not be located: {type(e).__name__}: {first_line(e)}.)"
     for node, value, want in zip(probes, got, expected, strict=True):
-        want, value = _numpy(want).astype(np.float64), value.astype(np.float64)
+        want, value = to_numpy(want).astype(np.float64), value.astype(np.float64)
         error, scale = _difference(value, want), _largest(want)
         if error > LOCATE.get(node.meta["val"].dtype, 0.0) * scale:
             op = node.target if node.target.__module__ != "_operator" else node.args[0].target

@@ -141,7 +141,7 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Opti
     slots = _append_update(model, params, buffers, new_buffers, loss, grads, optimizer, max_grad_norm)
     model = bfloat16.in_float32(model)  # the optimizer's nodes
     update = bfloat16.in_float32(_update_model(model, trained, slots, optimizer, max_grad_norm))
-    initial = {n: _numpy(module_state[n]) for n in params + buffers}
+    initial = {n: step_check.to_numpy(module_state[n]) for n in params + buffers}
     initial.update({slot: np.zeros_like(initial[param]) for slot, param in slots.items()})  # as torch.optim starts
     data = _data_names(module_args, loss_args)
     evaluated = functools.partial(_export_eval, copy.deepcopy(module).eval(), params + buffers, module_args,
@@ -193,15 +193,16 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
         with LossopsLosses():
             joint = trace(module, loss_fn, module_args, loss_args, dims)
         for k, axis, size in joint.fixed:
-            warnings.warn(f"export_training_step: axis {axis} of {data[k]} stays {size}: the module's code depends on "
-                          "that size", stacklevel=4)
+            why = ("PyTorch takes an axis of size 0 or 1 as fixed: export with a larger example" if size < 2 else
+                   "the module's code depends on that size")
+            warnings.warn(f"export_training_step: axis {axis} of {data[k]} stays {size}: {why}", stacklevel=4)
         params, buffers = joint.parameters, joint.buffers
         arguments = tuple(module_state[n] for n in params + buffers) + module_args + loss_args
         outputs = [f"buffer {n}" for n in joint.mutated] + ["loss"] + [f"grad {n}" for n in joint.trained]
         traced = Traced(joint.graph, None, arguments, outputs, joint.dims)
         program = torch.onnx.export(joint.graph, arguments, dynamo=True, custom_translation_table=translation_table(),
                                     input_names=params + buffers + data, verbose=False,
-                                    dynamic_shapes=step_check._dynamic_shapes(traced))
+                                    dynamic_shapes=step_check.dynamic_shapes(traced))
     except Exception as e:
         if dims and any(dims):
             try:
@@ -210,7 +211,7 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
                 pass
             else:
                 warnings.warn(f"export_training_step: the step takes the example's shapes only; with symbolic axes "
-                              f"the export failed: {type(e).__name__}: {step_check._first_line(e)}", stacklevel=3)
+                              f"the export failed: {type(e).__name__}: {step_check.first_line(e)}", stacklevel=3)
                 return static
         explained = explain(e)
         if explained is None:
@@ -235,10 +236,6 @@ def _verify(traced: Traced, joint: Joint, module, loss_fn, module_args: tuple, l
                 f"dropout). {step_check.HOW_TO_SKIP}.")
     return step_check.check(traced, module, loss_fn, module_args, loss_args, joint.mutated, joint.trained,
                             translation_table(), twin=twin)
-
-
-def _numpy(tensor) -> np.ndarray:
-    return step_check._numpy(tensor)
 
 
 def _append_update(model: ModelProto, params: list[str], buffers: list[str], new_buffers: dict[str, str],
