@@ -33,6 +33,10 @@ _OUTPUTS = """
     from lossops.conformance import backends, golden
     from lossops.ort_ext import machine_code
     print(machine_code.code().source)
+    if isinstance(machine_code.code(), machine_code.Jit):  # each operator's functions for all four types at once,
+        # as the libraries hold them (ort_ext/aot.py): the same code, and 8 compilations rather than 32
+        per_type = machine_code.Jit.addresses
+        machine_code.Jit.addresses = lambda self, op, kinds, elem_type=None: per_type(self, op, kinds)
     out = {}
     for g in golden.load_all():
         out[g.name] = np.atleast_1d(backends.kernels(g.model, g.inputs)).ravel().view(np.uint8)
