@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .stamp import PACKAGE, source_stamp  # noqa: F401 - PACKAGE: re-exported for the kernels' cache
+from .stamp import source_stamp
 
 LIBRARIES = Path(__file__).resolve().parent / "prebuilt"  # what ort_ext/aot.py writes: manifest.json, *.so
 ENV = "LOSSOPS_KERNELS"
