@@ -1,4 +1,6 @@
 import sys
+import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests import their helpers as top-level modules
@@ -17,6 +19,45 @@ def pytest_configure(config):
     from machine_code_once import prepare
 
     prepare(lambda line: print(line, file=sys.stderr, flush=True))
+    config.pluginmanager.register(_Heartbeat(config), "lossops-heartbeat")
+
+
+class _Heartbeat:
+    """A line whenever no test has ended for a minute, naming the tests still running: with -n the longest tests
+    (processes that compile, the guide's snippets) can be the last ones left, and pytest prints nothing until one
+    ends. In the controller only, from the start and end of each test that the workers report."""
+
+    QUIET = 60.0
+
+    def __init__(self, config):
+        self._config = config
+        self._running: dict[str, float] = {}
+        self._last = time.monotonic()
+        self._done = threading.Event()
+
+    def pytest_runtest_logstart(self, nodeid):
+        self._running[nodeid] = time.monotonic()
+
+    def pytest_runtest_logfinish(self, nodeid):
+        self._running.pop(nodeid, None)
+        self._last = time.monotonic()
+
+    def pytest_sessionstart(self):
+        threading.Thread(target=self._beat, daemon=True).start()
+
+    def pytest_sessionfinish(self):
+        self._done.set()
+
+    def _beat(self):
+        terminal = self._config.pluginmanager.getplugin("terminalreporter")
+        while not self._done.wait(5):
+            now = time.monotonic()
+            running = sorted(list(self._running.items()), key=lambda item: item[1])
+            if terminal is None or not running or now - self._last < self.QUIET:
+                continue
+            self._last = now
+            names = ", ".join(f"{nodeid} ({now - began:.0f} s)" for nodeid, began in running)
+            terminal.write_line(f"lossops tests: still running {names}")
 
 
 def pytest_terminal_summary(terminalreporter):
