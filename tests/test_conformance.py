@@ -86,7 +86,7 @@ def test_other_consumers_pass_the_suite_but_their_declared_limits(consumer, caps
     version converter run the portable form: every case passes but those a declared limit of the consumer
     covers, which are reported as skipped with the reason. onnxruntime-node/-web are npm's, not pip's, and
     onnx2torch/onnx2pytorch need a torchvision built for the installed torch: where one is missing the test
-    says so and skips (CI installs the npm packages). TVM compiles each case's model (half a second each), so it
+    says so and skips (CI installs the npm packages). TVM compiles each case's model, so it
     is held to every third case in name order: every operator, element type and case form but two graph cases
     (`lossops conformance --backend tvm` runs them all)."""
     missing = CONSUMERS[consumer].missing() if CONSUMERS[consumer].missing else None
