@@ -19,7 +19,9 @@ def pytest_configure(config):
     from machine_code_once import prepare
 
     prepare(lambda line: print(line, file=sys.stderr, flush=True))
-    config.pluginmanager.register(_Heartbeat(config), "lossops-heartbeat")
+    if getattr(config.option, "numprocesses", None):  # pytest-xdist's controller (in one process, a test's
+        # capture would swallow the line)
+        config.pluginmanager.register(_Heartbeat(config), "lossops-heartbeat")
 
 
 class _Heartbeat:
