@@ -11,6 +11,8 @@ Needs torch and onnxscript.
 
 from __future__ import annotations
 
+import functools
+import importlib
 import inspect
 from collections.abc import Callable
 
@@ -73,5 +75,21 @@ def translation(op: OpDef, name: str) -> Callable:
 def translation_table() -> dict:
     """{torch OpOverload: translation} for torch.onnx.export's custom_translation_table: every operator's
     PyTorch ops, and the ones written out."""
+    _torchlib_listed_once()
     table = {_overload(name): translation(op, name) for op in opset.OPS.values() for name in op.torch}
     return table | {_overload(name): function for name, function in WRITTEN.items()}
+
+
+def _torchlib_listed_once() -> None:
+    """torch.onnx.export builds its registry anew on every call from onnxscript's list of torchlib functions,
+    and onnxscript parses each function's source again to make that list: the same list every time, so it is
+    made once per process. Only a speed-up: where torch's internals differ, nothing is changed."""
+    try:
+        from torch.onnx._internal._lazy_import import onnxscript_apis
+
+        apis = importlib.import_module(onnxscript_apis.__name__)
+        listed = apis.get_torchlib_ops
+    except (ImportError, AttributeError):
+        return
+    if not hasattr(listed, "cache_info"):
+        apis.get_torchlib_ops = functools.cache(listed)
