@@ -83,7 +83,8 @@ def translation_table() -> dict:
 def _torchlib_listed_once() -> None:
     """torch.onnx.export builds its registry anew on every call from onnxscript's list of torchlib functions,
     and onnxscript parses each function's source again to make that list: the same list every time, so it is
-    made once per process. Only a speed-up: where torch's internals differ, nothing is changed."""
+    made once per process (a torchlib function registered after the first export would not be listed; only
+    onnxscript's own modules register them). Only a speed-up: where torch's internals differ, nothing changes."""
     try:
         from torch.onnx._internal._lazy_import import onnxscript_apis
 
