@@ -5,13 +5,18 @@ onnx or onnxruntime into its build environment. Not part of the installed packag
 import os
 import platform
 import sys
+import tomllib
+from pathlib import Path
 
 from setuptools import build_meta
 from setuptools.build_meta import *  # noqa: F403 - the backend's hooks, all of them
 
-# what `python -m lossops.ort_ext.aot` imports (with lossops' own dependencies' bounds)
-AHEAD_OF_TIME = ["numba>=0.68,<0.69", "numpy>=1.24,<3", "onnx>=1.19,<1.24", "onnxruntime>=1.18,<1.32",
-                 "ml_dtypes>=0.4"]
+
+def ahead_of_time() -> list[str]:
+    """What `python -m lossops.ort_ext.aot` imports: lossops' dependencies and numba (its `jit` extra), with the
+    bounds pyproject.toml gives them (a build hook runs in the source tree)."""
+    project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
+    return project["dependencies"] + project["optional-dependencies"]["jit"]
 
 
 def prebuilt() -> bool:
@@ -21,4 +26,4 @@ def prebuilt() -> bool:
 
 
 def get_requires_for_build_wheel(config_settings=None):
-    return build_meta.get_requires_for_build_wheel(config_settings) + (AHEAD_OF_TIME if prebuilt() else [])
+    return build_meta.get_requires_for_build_wheel(config_settings) + (ahead_of_time() if prebuilt() else [])

@@ -179,8 +179,7 @@ def drift(root: Path = DATA_DIR) -> list[str]:
             problems.append(f"{name}: model differs")
             continue
         case = _kept_inputs(fresh[name], old)
-        if case is fresh[name] and not all(
-                a.tobytes() == b.tobytes() for a, b in zip(old.inputs, fresh[name].inputs, strict=True)):
+        if case is fresh[name]:  # the stored inputs are not kept: not close to the generator's
             problems.append(f"{name}: inputs differ by more than {DRIFT_ULPS_64} float64 ulps")
         elif not _close(old.expected, make(case).expected):
             problems.append(f"{name}: expected output differs by more than one ulp")
