@@ -1,13 +1,14 @@
 """Compile the kernels ahead of time, when a wheel is built: `python -m lossops.ort_ext.aot OUT_DIR`.
 
-For each level (machine_code.LEVELS), processes of its own (`--jobs`, one by default, each a share of the
-functions) have numba compile the functions of ort_ext/compiled.py for that level
-(NUMBA_CPU_NAME/NUMBA_CPU_FEATURES: numba's optimiser then vectorises for the level's registers, as its JIT does
-for the host), take each function's LLVM IR, give the entry point a stable name (`lossops_<Operator>_<kind>`,
-`lossops_trampoline`) and every other symbol internal linkage, and have LLVM emit an object file for the level's
-CPU; the objects are linked into one shared library with the system C
-compiler. Why this route: the kernels stay the numba source they are, the machine code is the JIT's own (same
-IR, same optimiser), and the libraries need neither numba nor Python at run time.
+Processes of its own (`--jobs`, each a share of the operators) have numba type and lower the functions of
+ort_ext/compiled.py once, and optimise each function's LLVM IR for every level (machine_code.LEVELS) with
+numba's own passes and a target machine for the level, as numba's JIT does on a host of that level
+(`_for_every_level`), so the optimiser vectorises for the level's registers. Each level's IR then gets stable
+entry-point names (`lossops_<Operator>_<kind>`, `lossops_trampoline`), every other symbol internal linkage, and
+LLVM emits an object file for the level's CPU; the objects are linked into one shared library per level with
+the system C compiler. Why this route: the kernels stay the numba source they are, the code is numba's (its
+IR, its optimiser, computing bit for bit what its JIT computes), and the libraries need neither numba nor
+Python at run time.
 
 numba's function wrappers reference its runtime and CPython on their error paths (unpickling an exception,
 taking the GIL to print it). The kernels never raise (error_model="numpy", no allocation through numba), so
@@ -19,10 +20,12 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import ctypes
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,6 +78,10 @@ _BASELINE_POW = ["double lossops_pow_2_2_5(double, double);",
                  "HIDDEN double pow(double x, double y) { return lossops_pow_2_2_5(x, y); }"]
 
 
+# numba's runtime and CPython: what the never-taken error paths of numba's wrappers call
+_STUBBED = ("NRT_", "Py", "_Py", "numba_")
+
+
 def _stubs(functions: set[str], data: set[str], stamp: str, level: str) -> str:
     lines = ["/* lossops: numba's and CPython's symbols on the never-taken error paths of numba's wrappers. */",
              "#define HIDDEN __attribute__((visibility(\"hidden\")))"]
@@ -86,45 +93,128 @@ def _stubs(functions: set[str], data: set[str], stamp: str, level: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def compile_part(level: str, work: Path, part: int, parts: int) -> None:
-    """In a process whose numba targets `level` (see `main`): compile every `parts`-th function from the `part`-th
-    into an object file in `work`, with the symbols it leaves undefined (`undefined-<part>.json`)."""
+def _for_every_level(levels: list[str]) -> None:
+    """From now on in this process every library numba compiles into (one per compiled function) has a twin per
+    level, with a codegen made as numba makes its JIT's for a host of that level. A twin gets the library's IR as
+    numba lowered it (the constant kernels/halves.py leaves in it set for the level), runs numba's function passes
+    on it, links the twins of the libraries the library links, and runs numba's module passes: each level's IR is
+    optimised once, by numba's own passes at numba's default level, and `_object` generates its code once.
+
+    numba's JIT itself, which optimises the same IR again and compiles it for this process, runs at level 0 here:
+    its code is not used. It differs in one respect: numba links a library into another after its JIT has
+    prepared the library's module for code generation (in place), where a twin links the optimised IR. The
+    results are the same bit for bit (tests/test_prebuilt.py), and so is the speed (docs/speed.md)."""
+    from llvmlite import binding as llvm
+    from numba.core import codegen, config
+
+    from .kernels import halves
+
+    # the one constant of numba's IR that depends on the CPU (kernels/halves.py), set for each twin's level
+    flag = re.compile(rf"^(@\"?{halves.HARDWARE_HALF_FLAG}[^=\n]*= internal constant i1 )(true|false)", re.M)
+    default, unused = config._OptLevel(3), config._OptLevel(0)  # numba's default NUMBA_OPT; its JIT's here
+
+    @contextlib.contextmanager
+    def level(name: str | None = None):  # numba's passes at its default level, and its codegen for a level
+        saved = config.OPT, config.CPU_NAME, config.CPU_FEATURES
+        config.OPT = default
+        if name:
+            config.CPU_NAME, config.CPU_FEATURES = name, machine_code.llvm_features(name)
+        try:
+            yield
+        finally:
+            config.OPT, config.CPU_NAME, config.CPU_FEATURES = saved
+
+    twins_codegen = {}
+    for name in levels:
+        with level(name):
+            twins_codegen[name] = codegen.JITCPUCodegen(f"lossops-aot-{name}")
+    config.OPT = unused
+    library = codegen.CPUCodeLibrary
+    init, add, finalize = library.__init__, library.add_llvm_module, library.finalize
+
+    def __init__(self, codegen_, name):
+        init(self, codegen_, name)
+        twin = codegen_ in twins_codegen.values()
+        self.lossops_twins = {} if twin else {lv: cg.create_library(name) for lv, cg in twins_codegen.items()}
+
+    def add_llvm_module(self, ll_module):
+        text = None
+        with level():
+            for name, twin in self.lossops_twins.items():
+                copy = ll_module.clone()
+                half = halves.hardware_half(machine_code.llvm_features(name))
+                if half != halves.HARDWARE_HALF and halves.HARDWARE_HALF_FLAG in (text := text or str(ll_module)):
+                    copy = llvm.parse_assembly(flag.sub(f"\\g<1>{str(half).lower()}", text))
+                    copy.name = ll_module.name
+                add(twin, copy)  # the original: numba's function passes, for the twin's level
+        add(self, ll_module)
+
+    def finalize_(self):
+        finalize(self)
+        with level():
+            for name, twin in self.lossops_twins.items():  # numba's finalize, up to handing the module to its JIT
+                for linked in dict.fromkeys(self._linking_libraries):
+                    twin._final_module.link_in(linked.lossops_twins[name]._get_module_for_linking(), preserve=True)
+                twin._optimize_final_module()
+                twin._final_module.verify()
+                twin._finalized = True
+
+    library.__init__, library.add_llvm_module, library.finalize = __init__, add_llvm_module, finalize_
+
+
+def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
+    """In a process of its own (see `main`): compile the functions of every `parts`-th
+    operator from the `part`-th (and the trampoline in part 0) into an object file per level in `work/<level>`,
+    with the symbols they leave undefined (`undefined-<part>.json`)."""
     from llvmlite import binding as llvm
 
+    _for_every_level(levels)
     from . import compiled
     from .kernels.registry import KERNELS
 
     compiled.CACHE = False
     target = llvm.Target.from_triple(llvm.get_process_triple())
-    machine = target.create_target_machine(cpu=level, features=machine_code.llvm_features(level), opt=3,
-                                           reloc="pic", codemodel="default")
-    jobs = [(f"lossops_{op}_{kind}", lambda op=op, kind=kind: compiled.functions(op)[kind])
-            for op in KERNELS for kind in machine_code.KINDS]
-    jobs.append(("lossops_trampoline", compiled.trampoline))
+    machines = {level: target.create_target_machine(cpu=level, features=machine_code.llvm_features(level), opt=3,
+                                                    reloc="pic", codemodel="default") for level in levels}
+    jobs = {op: [(f"lossops_{op}_{kind}", lambda op=op, kind=kind: compiled.functions(op)[kind])
+                 for kind in machine_code.KINDS] for op in list(KERNELS)[part::parts]}
+    if part == 0:
+        jobs["the trampoline"] = [("lossops_trampoline", compiled.trampoline)]
     functions, data = set(), set()
-    for exported, get in jobs[part::parts]:
-        fn = get()
-        code, undefined, undefined_data = _object(fn._library.get_llvm_str(), fn.native_name, exported, machine)
-        (work / f"{exported}.o").write_bytes(code)
-        functions |= undefined
-        data |= undefined_data
-    (work / f"undefined-{part}.json").write_text(json.dumps({"functions": sorted(functions), "data": sorted(data)}))
+    for what, functions_of in jobs.items():
+        began = time.perf_counter()
+        for exported, get in functions_of:
+            fn = get()
+            for level in levels:
+                optimised = fn._library.lossops_twins[level]._final_module
+                code, undefined, undefined_data = _object(str(optimised), fn.native_name, exported,
+                                                          machines[level])
+                (work / level / f"{exported}.o").write_bytes(code)
+                functions |= undefined
+                data |= undefined_data
+        print(f"lossops aot: {what} compiled in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
+    undefined_symbols = {"functions": sorted(functions), "data": sorted(data)}
+    (work / f"undefined-{part}.json").write_text(json.dumps(undefined_symbols))
 
 
 def link(level: str, work: Path, out: Path) -> None:
-    """Link the object files `compile_part` wrote into `work` into the level's library in `out`."""
+    """Link the object files `compile_part` wrote into `work/<level>` into the level's library in `out`."""
     undefined = [json.loads(p.read_text()) for p in sorted(work.glob("undefined-*.json"))]
     functions = {f for u in undefined for f in u["functions"]}
     data = {d for u in undefined for d in u["data"]}
-    stubs = work / "stubs.c"
-    stubs.write_text(_stubs({f for f in functions if not _system_symbol(f)}, data, machine_code.source_stamp(), level))
+    stubbed = {f for f in functions if not _system_symbol(f)}
+    unexpected = sorted(f for f in stubbed if not f.startswith(_STUBBED))
+    if unexpected:  # a stub would return 0 where the code expects a result (a half conversion's libcall, say)
+        raise SystemExit(f"lossops aot: the {level} kernels call {unexpected}, which no library here defines")
+    stubs = work / level / "stubs.c"
+    stubs.write_text(_stubs(stubbed, data, machine_code.source_stamp(), level))
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:
         raise SystemExit(f"lossops aot: linking the kernels needs a C compiler ({cc!r} not found; set CC), "
                          "or build a pure wheel with LOSSOPS_AOT=0")
     library = out / f"lossops_kernels-{level}.so"
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(library),
-                    *sorted(str(o) for o in work.glob("*.o")), str(stubs), "-lm", "-Wl,-z,defs",
+                    *sorted(str(o) for o in (work / level).glob("*.o")), str(stubs), "-lm", "-Wl,-z,defs",
                     "-Wl,-z,noexecstack", "-Wl,--strip-debug"], check=True)
 
 
@@ -148,42 +238,39 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lossops.ort_ext.aot", description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="the directory to write the libraries and manifest.json into")
     parser.add_argument("--levels", nargs="*", default=list(machine_code.LEVELS), choices=list(machine_code.LEVELS))
-    parser.add_argument("--jobs", type=int, default=1, help="processes per level (default 1)")
-    parser.add_argument("--part", nargs=3, metavar=("LEVEL", "PART", "WORK"), help=argparse.SUPPRESS)
+    parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4),
+                        help="processes, each compiling a share of the operators for every level (default: one "
+                        "per CPU, up to 4)")
+    parser.add_argument("--part", nargs=2, metavar=("PART", "WORK"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.part:  # the child process of one part of one level
-        level, part, work = args.part
-        compile_part(level, Path(work), int(part), args.jobs)
+    levels = [level for level in machine_code.LEVELS if level in args.levels]
+    if args.part:  # the child process of one part
+        part, work = args.part
+        compile_part(levels, Path(work), int(part), args.jobs)
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
+    print(f"lossops aot: compiling every operator's kernels for {', '.join(levels)} in {args.jobs} processes "
+          "(minutes)", file=sys.stderr, flush=True)
+    began = time.perf_counter()
+    work = Path(tempfile.mkdtemp(prefix="lossops-aot-"))
 
-    def child(level: str, part: int, work: Path) -> None:
-        env = dict(os.environ, NUMBA_CPU_NAME=level, NUMBA_CPU_FEATURES=machine_code.llvm_features(level),
-                   NUMBA_CACHE_DIR=tempfile.mkdtemp(prefix="lossops-aot-cache-"))
-        try:
-            subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(args.out), "--jobs", str(args.jobs),
-                            "--part", level, str(part), str(work)], env=env, check=True)
-        finally:
-            shutil.rmtree(env["NUMBA_CACHE_DIR"], ignore_errors=True)
+    def child(part: int) -> None:  # none of numba's settings from outside: `_for_every_level` makes its own
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+        env["NUMBA_CACHE_DIR"] = str(work / f"cache-{part}")
+        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(args.out), "--jobs", str(args.jobs),
+                        "--levels", *levels, "--part", str(part), str(work)], env=env, check=True)
 
-    def build(level: str) -> tuple[str, float]:
-        print(f"lossops aot: {level} started (numba compiles every operator's kernels for it: minutes)",
-              file=sys.stderr, flush=True)
-        began = time.perf_counter()
-        work = Path(tempfile.mkdtemp(prefix=f"lossops-aot-{level}-"))
-        try:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as parts:  # one process each
-                list(parts.map(lambda k: child(level, k, work), range(args.jobs)))
+    try:
+        for level in levels:
+            (work / level).mkdir()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as parts:  # one process each
+            list(parts.map(child, range(args.jobs)))
+        for level in levels:
             link(level, work, args.out)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        return level, time.perf_counter() - began
-
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(args.levels)) as pool:  # mostly one core each
-        for done in concurrent.futures.as_completed([pool.submit(build, level) for level in args.levels]):
-            level, seconds = done.result()
-            print(f"lossops aot: {level} in {seconds:.0f} s", file=sys.stderr, flush=True)
-    write_manifest(args.out, args.levels)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"lossops aot: {', '.join(levels)} in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)
+    write_manifest(args.out, levels)
     return 0
 
 

@@ -83,41 +83,61 @@ def _bfloat_to_float(typingctx, b):
     return types.float32(b), codegen
 
 
+def hardware_half(features: str | None) -> bool:
+    """Whether float16 uses LLVM's half conversions when numba compiles for `features` (an LLVM feature string;
+    None: this host's CPU)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return True
+    if features is not None:
+        return "+f16c" in features.split(",")
+    return bool(llvm.get_host_cpu_features().get("f16c"))
+
+
+HARDWARE_HALF = hardware_half(numba.config.CPU_FEATURES)  # NUMBA_CPU_FEATURES where set (ort_ext/aot.py)
+# Both conversions go into the IR, chosen by this internal constant, which LLVM's first passes fold: the IR
+# numba's front end makes is then the same for every CPU, and ort_ext/aot.py compiles it once for every level,
+# setting the constant for each.
+HARDWARE_HALF_FLAG = "lossops_hardware_half"
+
+
+def _hardware_half(builder: ir.IRBuilder) -> ir.Value:
+    module = builder.module
+    try:
+        flag = module.get_global(HARDWARE_HALF_FLAG)
+    except KeyError:
+        flag = ir.GlobalVariable(module, ir.IntType(1), HARDWARE_HALF_FLAG)
+        flag.linkage, flag.global_constant = "internal", True
+        flag.initializer = ir.Constant(ir.IntType(1), int(HARDWARE_HALF))
+    return builder.load(flag)
+
+
 @intrinsic
-def _half_to_float_hw(typingctx, h):
-    """LLVM's own half -> float extension (NaN payloads come out quieted)."""
+def _to_float(typingctx, h):
+    """float16 bits -> float32: LLVM's half extension (one vcvtph2ps per vector with F16C; NaN payloads come out
+    quieted) or `half_to_float`."""
     if h != types.uint16:
         return None
 
     def codegen(context, builder, sig, args):
-        return builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+        hardware = builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
+        software = context.compile_internal(builder, half_to_float.py_func, sig, args)
+        return builder.select(_hardware_half(builder), hardware, software)
 
     return types.float32(h), codegen
 
 
 @intrinsic
-def _float_to_half_hw(typingctx, f):
-    """LLVM's own float -> half rounding (nearest even, like numpy's cast)."""
+def _to_half(typingctx, f):
+    """float32 -> float16 bits, nearest even (like numpy's cast): LLVM's rounding or `float_to_half`."""
     if f != types.float32:
         return None
 
     def codegen(context, builder, sig, args):
-        return builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+        hardware = builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
+        software = context.compile_internal(builder, float_to_half.py_func, sig, args)
+        return builder.select(_hardware_half(builder), hardware, software)
 
     return types.uint16(f), codegen
-
-
-def _target_has(feature: str) -> bool:
-    """Whether the CPU numba compiles for has `feature`: the host's, or NUMBA_CPU_FEATURES' (set by
-    ort_ext/aot.py for each x86-64 level a wheel carries)."""
-    if numba.config.CPU_FEATURES is not None:
-        return f"+{feature}" in numba.config.CPU_FEATURES.split(",")
-    return bool(llvm.get_host_cpu_features().get(feature))
-
-
-HARDWARE_HALF = platform.machine().lower() not in ("x86_64", "amd64") or _target_has("f16c")
-_to_float = _half_to_float_hw if HARDWARE_HALF else half_to_float
-_to_half = _float_to_half_hw if HARDWARE_HALF else float_to_half
 
 
 def load(v):
