@@ -127,7 +127,7 @@ def generate(root: Path = DATA_DIR) -> int:
     for case in cases:
         kept = _kept_inputs(case, stored.get(case.name))
         fresh = make(kept)
-        if kept is case or not _close(stored[case.name].expected, fresh.expected):
+        if kept is case or not _same(stored[case.name], fresh):
             if (root / case.name).exists():
                 shutil.rmtree(root / case.name)
             write(fresh, root)
@@ -137,6 +137,14 @@ def generate(root: Path = DATA_DIR) -> int:
 
 
 DRIFT_ULPS_64 = 4
+
+
+def _same(stored: Golden, fresh: Golden) -> bool:
+    """The expected outputs `_close`, and the same tolerance (its absolute parts up to float64 drift)."""
+    return (_close(stored.expected, fresh.expected) and (stored.dtype, stored.summed, stored.rtol) ==
+            (fresh.dtype, fresh.summed, fresh.rtol)
+            and all(np.isclose(a, b, rtol=1e-9, atol=0) for a, b in ((stored.slack, fresh.slack),
+                                                                    (stored.atol, fresh.atol))))
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:
@@ -181,8 +189,10 @@ def drift(root: Path = DATA_DIR) -> list[str]:
         case = _kept_inputs(fresh[name], old)
         if case is fresh[name]:  # the stored inputs are not kept: not close to the generator's
             problems.append(f"{name}: inputs differ by more than {DRIFT_ULPS_64} float64 ulps")
-        elif not _close(old.expected, make(case).expected):
+        elif not _close(old.expected, (remade := make(case)).expected):
             problems.append(f"{name}: expected output differs by more than one ulp")
+        elif not _same(old, remade):
+            problems.append(f"{name}: tolerance differs")
     return problems
 
 

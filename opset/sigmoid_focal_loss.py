@@ -27,10 +27,10 @@ whose terms are non-negative for y in [0, 1]. torchvision computes `1 - p_t` as 
 the digits of a confident prediction (x = -20, y = 0: about 1e-7 relative in float64, all of them in float32,
 where sigmoid(-20) + 1 rounds to 1), and CANN's clamp makes the loss of a logit past about ±87 in float32 a
 constant. float16 and bfloat16 compute in float32. A target outside [0, 1] is outside the loss's domain: it
-can make `1 - p_t` negative, where the power is NaN for a fractional `gamma`. `alpha` and `gamma` are ONNX
-FLOAT attributes, so the operator uses their float32 values.
+can make `1 - p_t` negative, whose power is a real number for a whole `gamma` and NaN for a fractional one.
+`alpha` and `gamma` are ONNX FLOAT attributes, so the operator uses their float32 values.
 
-An infinite logit gives the loss's limit: +inf where its side's coefficient `a` is positive, 0 where it is 0
+An infinite logit gives the loss's limit: 0 where its side's coefficient `a` or `alpha_t` is 0, else +inf
 (PyTorch gives NaN at every infinite logit).
 """
 
@@ -63,7 +63,13 @@ def decompose(b: Builder, input: str, target: str, weight: str) -> str:
     input, target, weight = b.checked([input, target, weight])
     x, y = b.to_compute(input), b.to_compute(target)
     _, _, ce, q = focal_terms(b, x, y)
-    loss = b.op("Mul", b.op("Mul", ce, b.op("Pow", q, b.param("gamma"))), alpha_t(b, y))
+    inf = b.const(float("inf"))
+    # at an infinite logit (ce = inf) the limit inf, also where q**gamma underflows to 0; 0 where alpha_t is 0
+    loss = b.op("Where", b.op("Equal", ce, inf), inf, b.op("Mul", ce, b.op("Pow", q, b.param("gamma"))))
+    balance = alpha_t(b, y)
+    loss = b.op("Mul", loss, balance)
+    if not ("alpha" in b.attrs and float(b.attrs["alpha"]) < 0):  # else alpha_t is the constant 1
+        loss = b.unless_zero(balance, loss)
     if weight:
         w = b.to_compute(weight)
         loss = b.unless_zero(w, b.op("Mul", loss, w))

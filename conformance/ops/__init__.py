@@ -1,7 +1,8 @@
 """One module per operator, `<operator in snake case>.py`, found by the operator's name (as its record in
 opset/ and its tile in ort_ext/kernels/), holding what conformance and the bench need of it:
 
-- `oracle(*inputs, **attributes)`: PyTorch in float64, the independent reference every backend is held to;
+- `oracle(*inputs, **attributes)`: PyTorch in float64, the independent reference every backend is held to
+  (a forward operator's is differentiable: given tensors that require grad, it returns the loss tensor);
 - `specs()`: its node specs (conformance/specs.py), each run in all four dtypes;
 - `eager(t, reduction)`: the same computation in PyTorch eager on the tensors `t` (by input name), the bench's
   baseline, at the default attributes;
@@ -44,8 +45,16 @@ def torch_and_functional():
 
 
 def tensor(a):
-    """A float64 tensor of `a` (None stays None)."""
+    """A float64 tensor of `a` (None stays None, a tensor stays itself: autograd can follow an oracle)."""
     import numpy as np
     import torch
 
-    return None if a is None else torch.from_numpy(np.asarray(a, dtype=np.float64))
+    if a is None or isinstance(a, torch.Tensor):
+        return a
+    return torch.from_numpy(np.asarray(a, dtype=np.float64))
+
+
+def result(t):
+    """An oracle's output: as numpy, or the tensor itself where autograd follows it (tests/test_training.py
+    differentiates the forward operators' oracles)."""
+    return t if t.requires_grad else t.numpy()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..specs import Spec, rng
-from . import tensor, torch_and_functional
+from . import result, tensor, torch_and_functional
 
 OP = "SigmoidFocalLoss"
 # the attribute settings the cases run: the defaults, balancing off, gamma 0 (the balanced cross entropy),
@@ -38,10 +38,12 @@ def oracle(input, target, weight=None, *, reduction, alpha, gamma):
     loss = focal(x, y, alpha, gamma)
     # the loss's limit at an infinite logit (the operator's doc), where PyTorch's formula gives NaN
     side = torch.where(x > 0, 1 - y, y)
-    loss = torch.where(torch.isinf(x), torch.where(side == 0, 0.0, torch.inf), loss)
+    a = float(np.float32(alpha))
+    balance = torch.ones_like(y) if a < 0 else a * y + (1 - a) * (1 - y)
+    loss = torch.where(torch.isinf(x), torch.where((side == 0) | (balance == 0), 0.0, torch.inf), loss)
     if w is not None:
         loss = torch.where(w == 0, 0.0, loss * w)
-    return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction].numpy()
+    return result({"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction])
 
 
 def float64_terms(x: np.ndarray, y: np.ndarray, alpha: float) -> tuple[np.ndarray, ...]:
@@ -65,6 +67,30 @@ def oracle_error(inputs: list, attrs: dict) -> np.ndarray | float:
     if attrs["reduction"] == "none":
         return bound
     return float(bound.sum() / (max(bound.size, 1) if attrs["reduction"] == "mean" else 1))
+
+
+def term_magnitude(inputs: list, attrs: dict) -> np.ndarray | float:
+    """A target outside [0, 1] gives the formula's terms opposite signs (in ce = a|x| + log1p(e), in
+    q = (a + (1 - a) e) / (1 + e), in alpha_t), so every implementation's result carries the rounding of the
+    terms: the loss times the largest ratio of a factor's terms to the factor, q's amplified by gamma. Inside
+    the domain every ratio is 1 and nothing cancels: 0 there."""
+    x, y, w = (None if a is None else np.asarray(a, np.float64) for a in inputs)
+    alpha, gamma = float(np.float32(attrs["alpha"])), float(np.float32(attrs["gamma"]))
+    with np.errstate(all="ignore"):
+        e = np.exp(-np.abs(x))
+        a = np.where(x > 0, 1 - y, y)
+        ce_terms, ce = np.abs(a) * np.abs(x) + np.log1p(e), a * np.abs(x) + np.log1p(e)
+        q_terms, q = np.abs(a) + np.abs(1 - a) * e, a + (1 - a) * e
+        if alpha < 0:
+            b_terms = b = np.ones_like(y)
+        else:
+            b_terms, b = np.abs(alpha * y) + np.abs((1 - alpha) * (1 - y)), alpha * y + (1 - alpha) * (1 - y)
+        loss = np.abs(ce * (q / (1 + e)) ** gamma * b * (1.0 if w is None else w))
+        ratio = np.maximum.reduce([ce_terms / np.abs(ce), 1 + gamma * (q_terms / np.abs(q) - 1), b_terms / np.abs(b)])
+        terms = np.where((ratio > 1) & np.isfinite(loss * ratio), loss * ratio, 0.0)
+    if attrs["reduction"] == "none":
+        return terms
+    return float(terms.sum() / (max(terms.size, 1) if attrs["reduction"] == "mean" else 1))
 
 
 def eager(t: dict, reduction: str):
@@ -107,4 +133,16 @@ def specs() -> list[Spec]:
     x_inf, y_fin = np.repeat([-np.inf, np.inf], 3), np.tile([0.0, 0.25, 1.0], 2)
     specs.append(Spec("sigmoid_focal_loss_infinite_logits", OP, [x_inf, y_fin, np.tile([0.0, 2.0, 1.0], 2)],
                       {"reduction": "none"}))
+    # limits where a factor besides ce is 0 or underflows: alpha_t = 0 (alpha 1, y 0), and q**15 = (1e-8)**15
+    # (0 in float32) at x = -inf
+    specs.append(Spec("sigmoid_focal_loss_infinite_logits_alpha1_gamma15", OP,
+                      [np.array([np.inf, np.inf, -np.inf, -np.inf, -np.inf]), np.array([0.0, 0.5, 1e-8, 1.0, 0.0]),
+                       None], {"reduction": "none", "alpha": 1.0, "gamma": 15.0}))
+    # targets outside [0, 1] make 1 - p_t negative: its power is real for a whole gamma (products up to 15, pow
+    # above), NaN for a fractional one
+    y_out = np.array([-0.5, 1.5, 2.0, -1.0, 0.5, 3.0])
+    x_out = r.normal(size=6)
+    for gamma in (3.0, 16.0, 17.0, 2.5):
+        specs.append(Spec(f"sigmoid_focal_loss_target_outside_gamma{gamma:g}", OP, [x_out, y_out, None],
+                          {"reduction": "none", "gamma": gamma}))
     return specs

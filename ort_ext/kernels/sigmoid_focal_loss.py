@@ -46,13 +46,20 @@ def power_bits(q, bits):
 
 
 def power(q, gamma):
-    """q**gamma for 0 <= q <= 1 and a float64 gamma > 0 that `whole_gamma` refuses."""
+    """q**gamma for a float64 gamma > 0 that `whole_gamma` refuses, as pow takes it: for a negative q (a target
+    outside [0, 1]) a real number where gamma is whole, NaN where it is fractional."""
 
 
 @overload(power)
 def _power(q, gamma):
-    if q == types.float32:  # in float64: exp(gamma * log q) then loses nothing a float32 holds
-        return lambda q, gamma: np.float32(exp(gamma * log(np.float64(q))))
+    if q == types.float32:  # in float64: exp(gamma * log |q|) then loses nothing a float32 holds
+        def in_float64(q, gamma):
+            magnitude = exp(gamma * log(abs(np.float64(q))))
+            whole = gamma == math.floor(gamma)
+            odd = whole and gamma - 2.0 * math.floor(0.5 * gamma) != 0  # the same for every element
+            signed = select(odd, -magnitude, magnitude)
+            return np.float32(select(q < 0, select(whole, signed, np.nan), magnitude))
+        return in_float64
     if q == types.float64:
         return lambda q, gamma: q ** gamma
     return None
@@ -78,6 +85,14 @@ def alpha_t(yk, alpha):
 
 
 @_inline
+def focal(ce, q_gamma, balance):
+    """ce * q**gamma * alpha_t, with the loss's limits where the logit is infinite (ce = inf, a > 0): 0 where
+    alpha_t is 0 (the loss is 0 at every logit), else inf, also where q**gamma underflowed to 0."""
+    zero, inf = like(ce, 0), like(ce, np.inf)
+    return select(balance == zero, zero, select(ce == inf, inf, ce * q_gamma * balance))
+
+
+@_inline
 def _store(out, k, loss, wk):
     zero = like(wk, 0)
     store(out, k, select(wk == zero, zero, loss * wk))  # a zero weight gives 0, also where the loss is inf
@@ -94,9 +109,9 @@ def sigmoid_focal_loss(x, y, w, _a, _b, out, m, scale, params, tmp):
         for k in range(m):
             xk, yk = load(x[k]), load(y[k])
             _, ce, q = terms(xk, yk, tmp[k])
-            _store(out, k, ce * power_bits(q, bits) * alpha_t(yk, alpha), load(w[k]))
+            _store(out, k, focal(ce, power_bits(q, bits), alpha_t(yk, alpha)), load(w[k]))
     else:
         for k in range(m):
             xk, yk = load(x[k]), load(y[k])
             _, ce, q = terms(xk, yk, tmp[k])
-            _store(out, k, ce * power(q, gamma) * alpha_t(yk, alpha), load(w[k]))
+            _store(out, k, focal(ce, power(q, gamma), alpha_t(yk, alpha)), load(w[k]))
