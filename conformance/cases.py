@@ -17,10 +17,11 @@ import numpy as np
 from onnx import ModelProto, TensorProto, helper
 
 from .. import opset
+from ..opset.registry import module_name
 from ..opset.shapes import infer
 from ..opset.spec import DTYPE_NAMES
 from . import ops
-from .specs import Spec, grad, rng
+from .specs import Spec, draw, grad, rng
 
 BCEWL, BCEB, KLB, KL = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward", "KlDiv"
 
@@ -36,25 +37,24 @@ def spec_source(function: Callable[[], list[Spec]]) -> Callable[[], list[Spec]]:
 
 
 def large_specs() -> list[Spec]:
-    """Big enough for the kernels' blocked, multi-threaded path (blocks split on axis 0 and on axis 1)."""
+    """Every operator, big enough for the kernels' blocked, multi-threaded path (blocks split on axis 0 and on
+    axis 1), unreduced and reduced. The inputs are drawn from their records' domains: required ones in full,
+    optional ones per row and per column in turn; the other values of an enum attribute (log_target) take turns
+    across the shapes."""
     r = rng(4)
     specs = []
-    for shape in ((300, 1000), (3, 70001)):
+    for k, shape in enumerate(((300, 1000), (3, 70001))):
         n, c = shape
-        x, y = r.normal(scale=4, size=shape), r.uniform(size=shape)
-        p = r.uniform(0.1, 1, size=shape)
-        t = r.uniform(size=shape)
-        for red in ("none", "mean"):
-            specs += [
-                Spec(f"bce_with_logits_large_{n}x{c}_{red}", BCEWL,
-                     [x, y, r.uniform(size=(n, 1)), r.uniform(0.5, 3, size=c)],
-                     {"reduction": red}, x.size if red != "none" else 0),
-                Spec(f"bce_backward_large_{n}x{c}_{red}", BCEB, [grad(red, shape, r), p, y, r.uniform(size=c)],
-                     {"reduction": red}),
-                Spec(f"kl_div_backward_large_{n}x{c}_{red}", KLB, [grad(red, shape, r), x, t], {"reduction": red}),
-                Spec(f"kl_div_backward_large_{n}x{c}_{red}_lt1", KLB, [grad(red, shape, r), x, np.log(t)],
-                     {"reduction": red, "log_target": 1}),
-            ]
+        for op in opset.OPS.values():
+            enums = {a.name: a.allowed[k % len(a.allowed)] for a in op.attributes if a.enum and a.name != "reduction"}
+            suffix = "".join(f"_{name}{value}" for name, value in enums.items())
+            for red in ("none", "mean"):
+                optional = iter([(n, 1), (c,)] * len(op.inputs))
+                inputs = [grad(red, shape, r) if i.name == "grad_output" else
+                          draw(r, i.domain, next(optional) if i.optional else shape) for i in op.inputs]
+                summed = n * c if op.reduces and red != "none" else 0
+                specs.append(Spec(f"{module_name(op.name)}_large_{n}x{c}_{red}{suffix}", op.name, inputs,
+                                  {"reduction": red, **enums}, summed))
     return specs
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..opset.spec import LOG_PROBABILITY, POSITIVE, PROBABILITY
+
 
 @dataclass
 class Spec:
@@ -27,3 +29,14 @@ def rng(seed: int) -> np.random.Generator:
 def grad(reduction: str, shape: tuple[int, ...], r: np.random.Generator) -> np.ndarray:
     """A grad_output: a scalar for a reduced loss, else the input's shape."""
     return r.normal(size=()) if reduction != "none" else r.normal(size=shape)
+
+
+def draw(r: np.random.Generator, domain: str, shape: tuple[int, ...] | int) -> np.ndarray:
+    """Random values from an input's domain (its record's `Input.domain`), away from the domain's edges."""
+    if domain == PROBABILITY:
+        return r.uniform(0.02, 0.98, shape)
+    if domain == POSITIVE:
+        return r.uniform(0.3, 2.0, shape)
+    if domain == LOG_PROBABILITY:
+        return np.log(r.uniform(0.01, 1.0, shape))
+    return r.normal(scale=3, size=shape)

@@ -12,12 +12,11 @@ import pytest
 from lossops import opset
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
+from lossops.conformance.specs import draw
 from lossops.conformance.tolerance import compare, oracle_error, term_magnitude
 from lossops.opset.spec import BROADCAST, EXACT, FITS, LOG_PROBABILITY
 from lossops.ort_ext import InferenceSession
 from lossops.ort_ext.kernels import run
-
-from draws import values
 
 DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "float16": np.dtype(np.float16),
           "bfloat16": np.dtype(ml_dtypes.bfloat16)}
@@ -62,7 +61,7 @@ def _case(op_name: str, seed: int):
             inputs.append(None)
             continue
         domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
-        inputs.append(np.asarray(values(r, domain, shapes[i.name])))
+        inputs.append(np.asarray(draw(r, domain, shapes[i.name])))
     return inputs, attrs, str(r.choice(list(DTYPES))), full
 
 

@@ -24,17 +24,17 @@ import pytest
 from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import DTYPES, Spec, np_dtype, spec_case
+from lossops.conformance.specs import draw
 from lossops.conformance.tolerance import compare
 from lossops.opset.spec import BROADCAST, EXACT, LOG_PROBABILITY
 from lossops.ort_ext.kernels import _planned, engine, run
 from lossops.ort_ext.kernels.native import STREAMING_STORES
 from lossops.ort_ext.kernels.registry import KERNELS
 
-from draws import values
 from record import MAX_ULPS
 
 # Operand layouts of the inputs that broadcast (the engine's FULL, PERIODIC and GENERAL kinds, an absent
-# optional input) and, for KlDivBackward, the input that target broadcasts up (the engine's SUMBACK).
+# optional input) and, where an input may broadcast `input` up (`sums_back`), the engine's SUMBACK layouts.
 FITS_LAYOUTS = ("full", "per-class", "per-row", "scalar", "absent")
 SUMBACK_LAYOUTS = ("sum-rows", "sum-columns", "sum-added-axis")
 
@@ -72,17 +72,24 @@ def thresholds(op_name: str, dtype: str) -> list[Point]:
     return points + [Point(f"period-{c}", 3 * task // c + 1, c) for c in (engine.TILE, engine.TILE + 1)]
 
 
-def sumback_points() -> list[Point]:
-    """KlDivBackward's sum back over broadcast axes: one task up to SUMBACK_SPREAD times the output, split
-    past it; the 64-tile task boundary that once ended the sum early."""
-    task = KERNELS["KlDivBackward"].task_tiles * engine.TILE
+def sums_back(op_name: str) -> bool:
+    """Whether the operator's output (`input`'s shape) sums back what an input broadcasting it up computes over
+    (KlDivBackward: `target` may enlarge `input`)."""
+    op = opset.get(op_name)
+    return op.output_shape == "input" and any(i.shape == BROADCAST for i in op.inputs)
+
+
+def sumback_points(op_name: str) -> list[Point]:
+    """The sum back over broadcast axes: one task up to SUMBACK_SPREAD times the output, split past it; the
+    64-tile task boundary that once ended the sum early."""
+    task = KERNELS[op_name].task_tiles * engine.TILE
     c = 1024
     rows = {"task": task // c, "spread": 2 * engine.SUMBACK_SPREAD, "spread-3": 3 * engine.SUMBACK_SPREAD}
     return [Point(f"sumback-{name}{side:+d}", r + side, c) for name, r in rows.items() for side in (-1, 0, 1)]
 
 
 def layouts(op_name: str) -> tuple[str, ...]:
-    return FITS_LAYOUTS + (SUMBACK_LAYOUTS if op_name == "KlDivBackward" else ())
+    return FITS_LAYOUTS + (SUMBACK_LAYOUTS if sums_back(op_name) else ())
 
 
 def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spec:
@@ -107,7 +114,7 @@ def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spe
         else:
             shape = forms[layout] if (i.optional or layout != "absent") else full
         domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
-        inputs.append(None if shape is None else values(r, domain, shape))
+        inputs.append(None if shape is None else draw(r, domain, shape))
     n = point.n
     out = int(np.prod(principal))
     reduced = op.reduces and attrs.get("reduction", "mean") != "none"
@@ -115,8 +122,10 @@ def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spe
     return Spec(f"{op_name}_{point.name}_{layout}", op_name, inputs, attrs, summed)
 
 
-def attribute_sets(op_name: str) -> list[dict]:
-    attributes = opset.get(op_name).attributes
+def attribute_sets(op_name: str, enums: bool | None = None) -> list[dict]:
+    """Every combination of the attributes' test values (`enums`: of the enum attributes only, or of the
+    numbers only)."""
+    attributes = [a for a in opset.get(op_name).attributes if enums is None or a.enum == enums]
     return [dict(zip([a.name for a in attributes], values, strict=True))
             for values in itertools.product(*(a.values for a in attributes))]
 
@@ -126,16 +135,20 @@ def matrix(full: bool) -> list[tuple[str, Point, str, dict, str]]:
     cases = []
     for op_name in opset.OPS:
         sizes = {d: thresholds(op_name, d) for d in DTYPES}
-        extra = sumback_points() if op_name == "KlDivBackward" else []
+        extra = sumback_points(op_name) if sums_back(op_name) else []
         if full:
             for d, attrs, layout in itertools.product(DTYPES, attribute_sets(op_name), layouts(op_name)):
                 for point in (extra if layout in SUMBACK_LAYOUTS else sizes[d]):
                     cases.append((op_name, point, layout, attrs, d))
             continue
+        # every enum setting (the engine applies the reduction) in every layout and type; the numbers (alpha,
+        # gamma: a tile's arithmetic, not the plan) take turns
         turn = itertools.count()
-        for attrs, layout, d in itertools.product(attribute_sets(op_name), layouts(op_name), DTYPES):
+        numbers = attribute_sets(op_name, enums=False)
+        for enums, layout, d in itertools.product(attribute_sets(op_name, enums=True), layouts(op_name), DTYPES):
             points = extra if layout in SUMBACK_LAYOUTS else sizes[d]
-            cases.append((op_name, points[next(turn) % len(points)], layout, attrs, d))
+            k = next(turn)
+            cases.append((op_name, points[k % len(points)], layout, enums | numbers[k % len(numbers)], d))
         turn = itertools.count()
         attribute_list = attribute_sets(op_name)
         for d in DTYPES:

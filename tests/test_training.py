@@ -19,24 +19,37 @@ import torch.nn.functional as F
 from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import node_model
+from lossops.conformance.oracle import ORACLES
+from lossops.conformance.specs import draw
 from lossops.converters import ort_training
 from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
 from lossops.extras import MissingExtra
+from lossops.opset.spec import FITS
 from lossops.ort_ext import InferenceSession, TrainingSession
 from lossops.train_demo import problems, run
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 
-FORWARDS = [
-    ("BinaryCrossEntropyWithLogits", lambda r: [r.normal(size=(3, 4)) * 3, r.uniform(size=(3, 4)), r.uniform(size=4),
-                                                r.uniform(0.5, 2, size=4)]),
-    ("BinaryCrossEntropy", lambda r: [r.uniform(0.05, 0.95, size=(3, 4)), r.uniform(size=(3, 4)), r.uniform(size=4)]),
-    ("KlDiv", lambda r: [np.log(r.dirichlet(np.ones(4), size=3)), r.dirichlet(np.ones(4), size=3)]),
-]
-ATTRS = {"BinaryCrossEntropyWithLogits": [{"reduction": r} for r in ("none", "mean", "sum")],
-         "BinaryCrossEntropy": [{"reduction": r} for r in ("none", "mean", "sum")],
-         "KlDiv": [{"reduction": r, "log_target": t} for r in ("none", "mean", "sum", "batchmean") for t in (0, 1)]}
-CASES = [(op, make, attrs) for op, make in FORWARDS for attrs in ATTRS[op]]
+FORWARDS = [name for name, op in opset.OPS.items() if op.gradient is not None]
+
+
+def attribute_settings(op_name: str) -> list[dict]:
+    """Every combination of the enum attributes (reduction, log_target), then each number attribute's other
+    values one at a time."""
+    op = opset.get(op_name)
+    enums = [a for a in op.attributes if a.enum]
+    settings = [dict(zip([a.name for a in enums], combination, strict=True))
+                for combination in itertools.product(*(a.allowed for a in enums))]
+    return settings + [{a.name: v} for a in op.params if not a.enum for v in a.examples]
+
+
+def forward_inputs(op_name: str, r: np.random.Generator) -> list[np.ndarray]:
+    """Every input of a 3x4 loss, optional ones included, drawn from its domain; one that fits the shape (a
+    weight) per class."""
+    return [draw(r, i.domain, (4,) if i.shape == FITS else (3, 4)) for i in opset.get(op_name).inputs]
+
+
+CASES = [(op, attrs) for op in FORWARDS for attrs in attribute_settings(op)]
 
 
 def gradient_node(forward: onnx.NodeProto, grad_output: str, grad_input: str) -> onnx.NodeProto:
@@ -66,29 +79,18 @@ def _gradient(op: str, inputs: list[np.ndarray], attrs: dict, grad_output: np.nd
 
 
 @pytest.mark.parametrize("backend", ["kernels", "decomposition"])
-@pytest.mark.parametrize(("op", "make", "attrs"), CASES, ids=[f"{c[0]}-{c[2]}" for c in CASES])
-def test_gradient_against_autograd_and_finite_differences(op, make, attrs, backend):
-    inputs = make(np.random.default_rng(0))
+@pytest.mark.parametrize(("op", "attrs"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
+def test_gradient_against_autograd_and_finite_differences(op, attrs, backend):
+    """d loss / d input through the gradient table's node, for every forward operator and attribute setting:
+    against PyTorch autograd of the operator's oracle, and against central differences of the operator."""
+    inputs = forward_inputs(op, np.random.default_rng(0))
     loss = _run_op(op, inputs, attrs, backend)
     rng = np.random.default_rng(1)
     grad_output = rng.normal(size=loss.shape)
     got = _gradient(op, inputs, attrs, grad_output, backend)
 
-    # PyTorch autograd of the same forward
-
-    from lossops.conformance.oracle import ORACLES  # noqa: F401 - the torch forward functions
-
     x = torch.tensor(inputs[0], requires_grad=True)
-    rest = [torch.tensor(a) for a in inputs[1:]]
-    reduction = attrs["reduction"]
-    if op == "BinaryCrossEntropyWithLogits":
-        value = F.binary_cross_entropy_with_logits(x, rest[0], weight=rest[1], pos_weight=rest[2], reduction=reduction)
-    elif op == "BinaryCrossEntropy":
-        value = F.binary_cross_entropy(x, rest[0], weight=rest[1].expand(x.shape), reduction=reduction)
-    else:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            value = F.kl_div(x, rest[0], reduction=reduction, log_target=bool(attrs["log_target"]))
+    value = ORACLES[op](x, *inputs[1:], **opset.get(op).resolve(attrs))
     (expected,) = torch.autograd.grad(value, x, torch.tensor(grad_output))
     np.testing.assert_allclose(got, expected.numpy(), rtol=1e-12, atol=1e-14)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..specs import Spec, rng
-from . import tensor, torch_and_functional
+from . import result, tensor, torch_and_functional
 
 OP = "BinaryCrossEntropy"
 
@@ -13,7 +13,7 @@ OP = "BinaryCrossEntropy"
 def oracle(input, target, weight=None, *, reduction):
     _, F = torch_and_functional()
     x, y, w = map(tensor, (input, target, weight))
-    return F.binary_cross_entropy(x, y, weight=None if w is None else w.expand(x.shape), reduction=reduction).numpy()
+    return result(F.binary_cross_entropy(x, y, weight=None if w is None else w.expand(x.shape), reduction=reduction))
 
 
 def eager(t: dict, reduction: str):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..specs import Spec, rng
-from . import tensor, torch_and_functional
+from . import result, tensor, torch_and_functional
 
 OP = "BinaryCrossEntropyWithLogits"
 
@@ -22,7 +22,7 @@ def oracle(input, target, weight=None, pos_weight=None, *, reduction):
     if w is not None:
         limit = torch.where(w == 0, 0.0, limit * w)
     loss = torch.where(torch.isinf(x) & torch.isfinite(y), limit.expand(loss.shape), loss)
-    return {"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction].numpy()
+    return result({"none": loss, "sum": loss.sum(), "mean": loss.mean()}[reduction])
 
 
 def oracle_error(inputs: list, attrs: dict) -> np.ndarray | float:

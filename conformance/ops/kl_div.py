@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ..specs import Spec, rng
-from . import tensor, torch_and_functional
+from . import result, tensor, torch_and_functional
 
 OP = "KlDiv"
 
@@ -16,7 +16,7 @@ def oracle(input, target, *, reduction, log_target):
     _, F = torch_and_functional()
     with warnings.catch_warnings():  # torch warns that 'mean' is not 'batchmean'; we test both on purpose
         warnings.simplefilter("ignore", UserWarning)
-        return F.kl_div(tensor(input), tensor(target), reduction=reduction, log_target=bool(log_target)).numpy()
+        return result(F.kl_div(tensor(input), tensor(target), reduction=reduction, log_target=bool(log_target)))
 
 
 def term_magnitude(inputs: list, attrs: dict) -> np.ndarray | float:
