@@ -10,14 +10,16 @@ import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import onnxruntime
 from onnx import TensorProto, helper
 
 from . import opset
+from .conformance.specs import draw
 from .extras import available, require
-from .opset.spec import DTYPE_NAMES, LOG_PROBABILITY, POSITIVE, PROBABILITY
+from .opset.spec import DTYPE_NAMES
 from .ort_ext import InferenceSession, machine_code
 from .ort_ext.kernels import layout, workspace_bytes
 from .timing import Timing, steady
@@ -32,8 +34,6 @@ def sample(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[s
     loss gradient is a scalar when the reduction reduces."""
     r = np.random.default_rng(seed)
     d = np.dtype(dtype)
-    draw = {PROBABILITY: lambda: r.uniform(0.01, 0.99, n), POSITIVE: lambda: r.uniform(0.5, 2, n),
-            LOG_PROBABILITY: lambda: np.log(r.uniform(0.001, 1, n))}
     feeds = {}
     for i in opset.get(op).inputs:
         if i.optional:
@@ -41,7 +41,7 @@ def sample(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[s
         if i.name == "grad_output" and reduction != "none":
             feeds[i.name] = np.array(1.0, d)
         else:
-            feeds[i.name] = draw.get(i.domain, lambda: r.normal(scale=3, size=n))().astype(d)
+            feeds[i.name] = draw(r, i.domain, n).astype(d)
     return feeds
 
 
@@ -158,27 +158,27 @@ def run_bench(ops: list[str], sizes: list[int], dtypes: list[str], reductions: l
     return rows
 
 
-def fixed_cost(blocks: int = 7) -> dict[str, float]:
-    """Seconds of one run with 16 float32 elements: an Identity model against BinaryCrossEntropyBackward on
-    the kernels (three inputs), both through lossops' InferenceSession, in steady state."""
-    feeds = sample("BinaryCrossEntropyBackward", 16, "float32", "none")
+def fixed_cost(op: str, blocks: int = 7) -> dict:
+    """Seconds of one run with 16 float32 elements, `op` on the kernels against an Identity model, both through
+    lossops' InferenceSession, in steady state."""
+    feeds = sample(op, 16, "float32", "none")
     identity = helper.make_model(helper.make_graph(
         [helper.make_node("Identity", ["input"], ["output"])], "identity",
         [helper.make_tensor_value_info("input", TensorProto.FLOAT, [16])],
         [helper.make_tensor_value_info("output", TensorProto.FLOAT, [16])]),
         opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
     s_identity = InferenceSession(identity.SerializeToString())
-    s_kernel = InferenceSession(model_for("BinaryCrossEntropyBackward", feeds, "float32", "none").SerializeToString())
+    s_kernel = InferenceSession(model_for(op, feeds, "float32", "none").SerializeToString())
     t = steady({"identity": lambda: s_identity.run(None, {"input": feeds["input"]}),
                 "kernel": lambda: s_kernel.run(None, feeds)}, blocks=blocks, calls=200)
-    return {"identity": t["identity"].median, "kernel": t["kernel"].median}
+    return {"op": op, "identity": t["identity"].median, "kernel": t["kernel"].median}
 
 
-def extra_memory(n: int, threads: int) -> dict[str, float]:
+def extra_memory(ops: list[str], n: int, threads: int) -> dict[str, float]:
     """Memory a kernel call takes beyond its inputs and output, in output sizes (reduction none, float32):
     its workspace (heap; what the plan asks for) and the stack of each thread that runs tasks."""
     out = {}
-    for op in opset.OPS:
+    for op in ops:
         feeds = sample(op, n, "float32", "none")
         inputs = [feeds.get(i.name) for i in opset.get(op).inputs]
         extra = workspace_bytes(op, inputs, reduction="none") + layout.PLAN_BYTES + threads * layout.TASK_STACK_BYTES
@@ -225,7 +225,7 @@ def render(rows: list[Row], env: dict, fixed: dict[str, float], memory: dict[str
                      f"{r.gbps:6.1f} {r.of_roofline:8.0%} {r.decomposition.median / r.kernels.median:8.2f}x "
                      f"{torch_ratio}{' *' if r.noisy else ''}")
     lines.append(f"fixed cost, 16 float32 elements: Identity {fixed['identity'] * 1e6:.1f} us, "
-                 f"BinaryCrossEntropyBackward on the kernels {fixed['kernel'] * 1e6:.1f} us "
+                 f"{fixed['op']} on the kernels {fixed['kernel'] * 1e6:.1f} us "
                  f"({fixed['kernel'] / fixed['identity']:.2f}x)")
     lines.append("extra memory of a 1e7 'none' call (workspace, plus the stack of the calling thread and of each "
                  "task thread), in output sizes: " + ", ".join(f"{k} {v:.3f}" for k, v in memory.items()))
@@ -258,31 +258,69 @@ def _heading(env: dict) -> str:
             f"memory bandwidth {env['stream_GBps']:.1f} GB/s, kernels: {env.get('kernels', 'numba JIT')}")
 
 
+def runs(data: dict) -> list[dict]:
+    """The runs a stored benchmark holds: a `lossops bench --json` run, or the runs `--update` merged."""
+    return data["runs"] if "runs" in data else [data]
+
+
+def update_runs(stored: dict | None, run: dict) -> dict:
+    """`stored` with the operators `run` measured taken from `run`: their earlier rows (and their memory figure)
+    go, a run left with no rows goes, so each row stays beside the run that measured it."""
+    measured = {r["op"] for r in run["rows"]}
+    kept = []
+    for old in runs(stored) if stored else []:
+        rows = [r for r in old["rows"] if r["op"] not in measured]
+        if rows:
+            memory = {op: v for op, v in old["extra_memory_in_outputs"].items() if op not in measured}
+            kept.append({**old, "rows": rows, "extra_memory_in_outputs": memory})
+    return {"runs": [*kept, run]}
+
+
+def _op_order(op: str) -> int:
+    """An operator's place in the operator set (one the set no longer has, last)."""
+    return list(opset.OPS).index(op) if op in opset.OPS else len(opset.OPS)
+
+
+def _rows(data: dict) -> list[dict]:
+    """Every stored row, in the operator set's order."""
+    return sorted((r for run in runs(data) for r in run["rows"]), key=lambda r: _op_order(r["op"]))
+
+
+def _fixed(run: dict) -> dict:
+    return {"op": "BinaryCrossEntropyBackward", **run["fixed_cost_s"]}  # a run stored before it was named
+
+
+def _ops(run: dict) -> str:
+    return ", ".join(dict.fromkeys(r["op"] for r in run["rows"]))
+
+
 def report(data: dict) -> str:
-    """docs/bench.md: every row of a `lossops bench --json` run, with how it was measured."""
-    env = data["environment"]
-    versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items())
-    fixed, memory = data["fixed_cost_s"], data["extra_memory_in_outputs"]
+    """docs/bench.md: every row of a stored benchmark, with how each run measured it."""
+    stored = runs(data)
     lines = ["# `lossops bench`", "",
-             "Generated by `lossops bench --markdown docs/bench.json` from a stored `lossops bench --json` run.", "",
-             f"{_heading(env)}; {versions}.", "",
-             "Each runner is timed in steady state: blocks of consecutive calls, the runners' blocks alternated, "
-             "medians of the block medians. The kernels and the decomposition run in the same session class, so "
-             "both pay the same per-`run()` cost. Speed-up = the other's time over the kernels' time; roofline = "
-             "the bytes the operator must move over the bandwidth (the best STREAM pass of the run; above 100 %: "
-             f"the data fit in the last-level cache); `*` marks a row where some runner's blocks differ by more "
-             f"than {SPREAD_MARK:g}×.", "",
-             "| operator | dtype | reduction | elements | kernels | GB/s | of roofline | vs decomposition | "
-             "vs PyTorch eager |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in data["rows"]:
+             "Generated by `lossops bench --markdown docs/bench.json` from stored `lossops bench --json` runs "
+             "(`lossops bench --op OP --update docs/bench.json` measures OP anew).", ""]
+    for run in stored:
+        env = run["environment"]
+        versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items())
+        lines += [(f"{_ops(run)}: " if len(stored) > 1 else "") + f"{_heading(env)}; {versions}.", ""]
+    lines += ["Each runner is timed in steady state: blocks of consecutive calls, the runners' blocks alternated, "
+              "medians of the block medians. The kernels and the decomposition run in the same session class, so "
+              "both pay the same per-`run()` cost. Speed-up = the other's time over the kernels' time; roofline = "
+              "the bytes the operator must move over the bandwidth (the best STREAM pass of the run; above 100 %: "
+              f"the data fit in the last-level cache); `*` marks a row where some runner's blocks differ by more "
+              f"than {SPREAD_MARK:g}×.", "",
+              "| operator | dtype | reduction | elements | kernels | GB/s | of roofline | vs decomposition | "
+              "vs PyTorch eager |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    rows = _rows(data)
+    for r in rows:
         kernels = r["kernels"]["median"]
         spreads = [r[k]["spread"] for k in ("kernels", "decomposition", "torch") if r[k]]
         lines.append(f"| {r['op']} | {r['dtype']} | {r['reduction']} | {r['elements']:.0e} | {_ms(kernels)} | "
                      f"{r['bytes'] / kernels / 1e9:.1f} | {r['roofline_s'] / kernels:.0%} | "
                      f"{_ratio(r, 'decomposition'):.2f}× | {_versus_torch(r)}"
                      f"{' *' if max(spreads) > SPREAD_MARK else ''} |")
-    rows = data["rows"]
 
     def case(r: dict) -> str:
         return f"{r['op']} {r['dtype']} `{r['reduction']}` at {r['elements']:.0e}"
@@ -296,34 +334,38 @@ def report(data: dict) -> str:
                   f"{sum(bool(r['torch']) for r in rows)} rows"
                   + (": slower in " + "; ".join(f"{case(r)} ({_ratio(r, 'torch'):.2f}×)" for r in slower) + "."
                      if slower else ".")]
-    lines += ["", f"Fixed cost of a call, 16 float32 elements: an Identity model {fixed['identity'] * 1e6:.1f} µs, "
-              f"BinaryCrossEntropyBackward on the kernels {fixed['kernel'] * 1e6:.1f} µs.", "",
-              "Extra memory of a 1e7-element `none` call (the workspace, and the stacks of the calling thread and of "
-              "each task thread), in output sizes: " + ", ".join(f"{k} {v:.3f}" for k, v in memory.items()) + "."]
+    for run in stored:
+        fixed = _fixed(run)
+        lines += ["", f"Fixed cost of a call, 16 float32 elements: an Identity model {fixed['identity'] * 1e6:.1f} "
+                  f"µs, {fixed['op']} on the kernels {fixed['kernel'] * 1e6:.1f} µs."]
+    memory = {op: v for run in stored for op, v in run["extra_memory_in_outputs"].items()}
+    memory = dict(sorted(memory.items(), key=lambda item: _op_order(item[0])))
+    lines += ["", "Extra memory of a 1e7-element `none` call (the workspace, and the stacks of the calling thread and "
+              "of each task thread), in output sizes: " + ", ".join(f"{k} {v:.3f}" for k, v in memory.items()) + "."]
     return "\n".join(lines) + "\n"
 
 
 def summary(data: dict) -> str:
-    """The README's speed table, from a `lossops bench --json` run: float32, reduction none, three sizes."""
-    env = data["environment"]
-    lines = [f"{_heading(env)}; float32, reduction `none`. Each cell: the kernels' time · the decomposition's "
+    """The README's speed table, from stored `lossops bench --json` runs: float32, reduction none, three sizes."""
+    stored = runs(data)
+    headings = "; ".join((f"{_ops(run)}: " if len(stored) > 1 else "") + _heading(run["environment"])
+                         for run in stored)
+    lines = [f"{headings}; float32, reduction `none`. Each cell: the kernels' time · the decomposition's "
              "time over it · PyTorch eager's time over it; roofline = the bytes the operator must move over the "
              "bandwidth (above 100 %: the data fit in the last-level cache).",
              "",
              "| operator | " + " | ".join(f"{n:.0e} elements" for n in SUMMARY_SIZES)
              + f" | of roofline at {SUMMARY_SIZES[-1]:.0e} |",
              "|---|" + "---|" * (len(SUMMARY_SIZES) + 1)]
-    for op in dict.fromkeys(r["op"] for r in data["rows"]):
-        sized = {r["elements"]: r for r in data["rows"]
+    rows = _rows(data)
+    for op in dict.fromkeys(r["op"] for r in rows):
+        sized = {r["elements"]: r for r in rows
                  if r["op"] == op and r["dtype"] == "float32" and r["reduction"] == "none"}
-        cells = []
-        for n in SUMMARY_SIZES:
-            r = sized[n]
-            cells.append(f"{_ms(r['kernels']['median'])} · {_ratio(r, 'decomposition'):.2f}× · {_versus_torch(r)}")
-        largest = sized[SUMMARY_SIZES[-1]]
-        roofline = largest["roofline_s"] / largest["kernels"]["median"]
-        lines.append(f"| {op} | " + " | ".join(cells) + f" | {roofline:.0%} |")
-    rows = data["rows"]
+        cells = [f"{_ms(r['kernels']['median'])} · {_ratio(r, 'decomposition'):.2f}× · {_versus_torch(r)}"
+                 if (r := sized.get(n)) else "not measured" for n in SUMMARY_SIZES]
+        largest = sized.get(SUMMARY_SIZES[-1])
+        roofline = f"{largest['roofline_s'] / largest['kernels']['median']:.0%}" if largest else "not measured"
+        lines.append(f"| {op} | " + " | ".join(cells) + f" | {roofline} |")
     decomposition = [_ratio(r, "decomposition") for r in rows]
     timed = [_ratio(r, "torch") for r in rows if r["torch"]]
     lines += ["", f"All {len(rows)} rows (float16 and `mean` too) and how they were measured: "
@@ -391,22 +433,31 @@ def machine_code_table(ops: list[str], sizes: list[int], blocks: int) -> str:
 
 
 def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: bool, threads: int | None = None,
-         ops: list[str] | None = None, compare_machine_code: bool = False) -> int:
+         ops: list[str] | None = None, compare_machine_code: bool = False, update: str | None = None) -> int:
+    ops = ops or list(opset.OPS)
     if compare_machine_code:
         sizes = [1000, 100_000] if quick else [10**k for k in range(3, 8)]
-        print(machine_code_table(ops or list(opset.OPS), sizes, blocks))
+        print(machine_code_table(ops, sizes, blocks))
         return 0
     if plot_path:
         require("matplotlib", "lossops bench --plot")  # before minutes of measuring, not after
+    stored = None
+    if update and Path(update).exists():
+        stored = json.loads(Path(update).read_text())  # read before minutes of measuring, not after
+        runs(stored)
     threads = threads or len(os.sched_getaffinity(0))
     sizes = [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
-    fixed = fixed_cost()  # first, before PyTorch's thread pool and the large tensors exist
-    rows = run_bench(ops or list(opset.OPS), sizes, ["float32", "float16"], ["none", "mean"], threads, blocks)
+    fixed = fixed_cost(ops[0])  # first, before PyTorch's thread pool and the large tensors exist
+    rows = run_bench(ops, sizes, ["float32", "float16"], ["none", "mean"], threads, blocks)
     env = environment(threads, roofline(rows))
-    memory = extra_memory(10**7, threads)
-    if as_json:
-        print(json.dumps({"environment": env, "rows": [asdict(r) for r in rows], "fixed_cost_s": fixed,
-                          "extra_memory_in_outputs": memory}, indent=1))
+    memory = extra_memory(ops, 10**7, threads)
+    run = {"environment": env, "rows": [asdict(r) for r in rows], "fixed_cost_s": fixed,
+           "extra_memory_in_outputs": memory}
+    if update:
+        Path(update).write_text(json.dumps(update_runs(stored, run), indent=1) + "\n")
+        print(f"{update}: the rows of {', '.join(ops)} measured anew ({len(rows)} rows)")
+    elif as_json:
+        print(json.dumps(run, indent=1))
     else:
         print(render(rows, env, fixed, memory))
     if plot_path:

@@ -127,7 +127,7 @@ def _bench(args: argparse.Namespace) -> int:
         return 0
 
     return bench_main(args.large, args.blocks, args.json, args.plot, args.quick, args.threads, args.op,
-                      args.machine_code)
+                      args.machine_code, args.update)
 
 
 def _conformance(args: argparse.Namespace) -> int:
@@ -253,6 +253,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="threads for every runner (default: the CPUs this process may use)")
     bench.add_argument("--op", action="append", choices=sorted(OPS), help="only this operator (repeatable)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    bench.add_argument("--update", metavar="RUN.json",
+                       help="measure the operators (--op) anew into a stored run, keeping the other operators' rows "
+                       "with the runs that measured them")
     bench.add_argument("--summary", metavar="RUN.json",
                        help="instead: the README's speed table from a saved `lossops bench --json` run")
     bench.add_argument("--markdown", metavar="RUN.json",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import onnx
 from onnx import TensorProto, helper
@@ -179,6 +180,33 @@ def test_bench_summary_of_something_else_is_one_line(tmp_path):
     done = lossops("bench", "--summary", str(tmp_path / "run.json"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.startswith(f"lossops bench: {tmp_path / 'run.json'} is not a saved `lossops bench --json` run")
+
+
+def test_bench_update_measures_one_operator_beside_the_stored_runs(tmp_path):
+    """`--op OP --update RUN.json` measures OP alone: its rows and memory figure are replaced, the other
+    operators' rows stay with the run that measured them, and the pages render every run's heading."""
+    import json
+
+    from lossops.bench import report, runs, summary
+
+    stored = tmp_path / "bench.json"
+    stored.write_text((Path(__file__).parents[1] / "docs" / "bench.json").read_text())
+    before = runs(json.loads(stored.read_text()))
+    done = lossops("bench", "--op", "KlDiv", "--quick", "--blocks", "1", "--update", str(stored))
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = runs(json.loads(stored.read_text()))
+    assert len(after) == len(before) + 1
+    new = after[-1]
+    assert {r["op"] for r in new["rows"]} == {"KlDiv"} and set(new["extra_memory_in_outputs"]) == {"KlDiv"}
+    assert new["fixed_cost_s"]["op"] == "KlDiv"
+    kept = [r for run in after[:-1] for r in run["rows"]]
+    assert kept == [r for run in before for r in run["rows"] if r["op"] != "KlDiv"]
+    assert all("KlDiv" not in run["extra_memory_in_outputs"] for run in after[:-1])
+    page = report(json.loads(stored.read_text()))
+    assert page.count("`lossops bench`, ") == len(after) and "KlDiv: `lossops bench`, " in page
+    assert "| KlDiv | float32 | none | 1e+03 |" in page
+    table = summary(json.loads(stored.read_text()))  # a --quick run has no 1e7 row: its cells say so
+    assert "| KlDiv | " in table and "KlDiv: `lossops bench`, " in table
 
 
 def test_doctor_with_jit_asked_for_and_no_numba_is_one_line(tmp_path):
