@@ -91,16 +91,15 @@ def test_other_consumers_pass_the_suite_but_their_declared_limits(consumer, caps
     version converter run the portable form: every case passes but those a declared limit of the consumer
     covers, which are reported as skipped with the reason. onnxruntime-node/-web are npm's, not pip's, and
     onnx2torch/onnx2pytorch need a torchvision built for the installed torch: where one is missing the test
-    says so and skips (CI installs the npm packages). TVM compiles each case's model, so it
-    is held to every third case in name order: every operator, element type and case form but two graph cases
-    (`lossops conformance --backend tvm` runs them all)."""
+    says so and skips (CI installs the npm packages). TVM compiles each case's model, so it is held to every
+    case form in one element type, the types taking turns (`lossops conformance --backend tvm` runs them all)."""
     missing = CONSUMERS[consumer].missing() if CONSUMERS[consumer].missing else None
     if missing:
         pytest.skip(missing)
-    every = 3 if consumer == "tvm" else 1
-    assert runner.run([consumer], failures_only=True, every=every) == 0, capsys.readouterr().out[-3000:]
+    sample = consumer == "tvm"
+    assert runner.run([consumer], failures_only=True, sample=sample) == 0, capsys.readouterr().out[-3000:]
     out = capsys.readouterr().out
-    cases = golden.load_all()[::every]
+    cases = runner.one_type_each(golden.load_all()) if sample else golden.load_all()
     total = len(cases)
     skipped = sum(1 for g in cases if CONSUMERS[consumer].limit(g.name, g.dtype))
     assert f"conformance: {total - skipped} passed, 0 failed" in out
