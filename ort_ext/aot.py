@@ -163,9 +163,9 @@ def _for_every_level(levels: list[str]) -> None:
 
 
 def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
-    """In a process of its own (see `main`): compile the functions of every `parts`-th
-    operator from the `part`-th (and the trampoline in part 0) into an object file per level in `work/<level>`,
-    with the symbols they leave undefined (`undefined-<part>.json`)."""
+    """In a process of its own (see `main`): compile the functions of every `parts`-th operator from the
+    `part`-th (and the trampoline in part 0) into an object file per level in `work/<level>`, with the symbols
+    they leave undefined (`undefined-<part>.json`)."""
     from llvmlite import binding as llvm
 
     _for_every_level(levels)
