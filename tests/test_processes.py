@@ -319,11 +319,10 @@ def test_entries_compiled_by_different_processes_load_together(tmp_path):
         x, t = r.normal(size=3000), r.uniform(size=3000)
         inputs = {"KlDivBackward": [x, np.log(r.uniform(0.1, 1, 3000)), t],
                   "BinaryCrossEntropyWithLogits": [x, t]}
-        for op in sys.argv[1:]:
-            for dtype in (np.float32, np.float64):
-                for reduction in ("none", "mean"):
-                    out = run(op, [a.astype(dtype) for a in inputs[op]], reduction=reduction)
-                    print(op, dtype.__name__, reduction, out.tobytes().hex()[:64], np.isfinite(out).all())
+        for op in sys.argv[1:]:  # one element type: each compiles once per operator and type (a minute of CI each)
+            for reduction in ("none", "mean"):
+                out = run(op, inputs[op], reduction=reduction)
+                print(op, reduction, out.tobytes().hex()[:64], np.isfinite(out).all())
     """)
 
     def python(*ops: str) -> subprocess.Popen:
