@@ -286,10 +286,6 @@ def _rows(data: dict) -> list[dict]:
     return sorted((r for run in runs(data) for r in run["rows"]), key=lambda r: _op_order(r["op"]))
 
 
-def _fixed(run: dict) -> dict:
-    return {"op": "BinaryCrossEntropyBackward", **run["fixed_cost_s"]}  # a run stored before it was named
-
-
 def _ops(run: dict) -> str:
     return ", ".join(dict.fromkeys(r["op"] for r in run["rows"]))
 
@@ -335,7 +331,7 @@ def report(data: dict) -> str:
                   + (": slower in " + "; ".join(f"{case(r)} ({_ratio(r, 'torch'):.2f}×)" for r in slower) + "."
                      if slower else ".")]
     for run in stored:
-        fixed = _fixed(run)
+        fixed = run["fixed_cost_s"]
         lines += ["", f"Fixed cost of a call, 16 float32 elements: an Identity model {fixed['identity'] * 1e6:.1f} "
                   f"µs, {fixed['op']} on the kernels {fixed['kernel'] * 1e6:.1f} µs."]
     memory = {op: v for run in stored for op, v in run["extra_memory_in_outputs"].items()}
@@ -444,7 +440,6 @@ def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: 
     stored = None
     if update and Path(update).exists():
         stored = json.loads(Path(update).read_text())  # read before minutes of measuring, not after
-        runs(stored)
     threads = threads or len(os.sched_getaffinity(0))
     sizes = [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
     fixed = fixed_cost(ops[0])  # first, before PyTorch's thread pool and the large tensors exist
