@@ -100,12 +100,17 @@ def _for_every_level(levels: list[str]) -> None:
     on it, links the twins of the libraries the library links, and runs numba's module passes: each level's IR is
     optimised once, by numba's own passes at numba's default level, and `_object` generates its code once.
 
-    numba's JIT itself, which optimises the same IR again and compiles it for this process, runs at level 0 here:
-    its code is not used. It differs in one respect: numba links a library into another after its JIT has
-    prepared the library's module for code generation (in place), where a twin links the optimised IR. The
-    results are the same bit for bit (tests/test_prebuilt.py), and so is the speed (docs/speed.md)."""
+    numba's JIT itself, whose code this process never runs, does not compile these libraries: their IR is lowered
+    (and numba's function passes run on it at level 0), but never linked, optimised or given to the JIT, whose
+    code generation was a large part of the build's time. numba's runtime, compiled before anything else, is the
+    one library the JIT compiles here. A twin differs from the JIT's code in one respect: numba links a library
+    into another after its JIT has prepared the library's module for code generation (in place), where a twin
+    links the optimised IR. The results are the same bit for bit (tests/test_prebuilt.py), and so is the speed
+    (docs/speed.md)."""
     from llvmlite import binding as llvm
     from numba.core import codegen, config
+    from numba.core.registry import cpu_target
+    from numba.core.runtime import rtsys
 
     from .kernels import halves
 
@@ -150,7 +155,10 @@ def _for_every_level(levels: list[str]) -> None:
         add(self, ll_module)
 
     def finalize_(self):
-        finalize(self)
+        if self.lossops_twins and jit_skipped:  # without numba's JIT: the addresses are 0, the environments unset
+            self._finalized = True
+        else:  # numba's runtime; a twin (linked before its library was finalized)
+            finalize(self)
         with level():
             for name, twin in self.lossops_twins.items():  # numba's finalize, up to handing the module to its JIT
                 for linked in dict.fromkeys(self._linking_libraries):
@@ -159,7 +167,16 @@ def _for_every_level(levels: list[str]) -> None:
                 twin._final_module.verify()
                 twin._finalized = True
 
+    def set_env(self, env_name, env):
+        if self._engine.get_global_value_address(env_name):  # 0 for a library the JIT never got
+            set_env_(self, env_name, env)
+
+    set_env_ = codegen.JITCPUCodegen.set_env
+    codegen.JITCPUCodegen.set_env = set_env
     library.__init__, library.add_llvm_module, library.finalize = __init__, add_llvm_module, finalize_
+    jit_skipped = False
+    rtsys.initialize(cpu_target.target_context)  # numba's runtime: its library twinned, and compiled by the JIT
+    jit_skipped = True
 
 
 def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
