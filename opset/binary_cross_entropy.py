@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from .binary_cross_entropy_with_logits import log1p
 from .builder import Builder
+from .log1p import log1p
 from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Gradient, Input, OpDef, reduction
 
 LOG_CLAMP = -100.0  # PyTorch clamps both logs at -100, so probabilities of exactly 0 or 1 give finite losses

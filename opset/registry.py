@@ -27,7 +27,8 @@ def module_name(op_name: str) -> str:
 
 
 # the package's own machinery; every other module here holds one operator
-_MACHINERY = {"builder", "docs", "model", "registry", "schema", "shapes", "spec", "validation", "versions"}
+_MACHINERY = {"builder", "docs", "log1p", "model", "registry", "schema", "shapes", "spec", "sum_back", "validation",
+              "versions"}
 
 
 def _discover() -> dict[str, OpDef]:

@@ -3,8 +3,8 @@ torchvision.ops.sigmoid_focal_loss)."""
 
 from __future__ import annotations
 
-from .binary_cross_entropy_with_logits import log1p_exp_neg_abs
 from .builder import Builder
+from .log1p import log1p_exp_neg_abs
 from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Attribute, Gradient, Input, OpDef, reduction
 
 DOC = """\

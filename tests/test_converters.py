@@ -263,8 +263,8 @@ def test_log1p_forms_are_accurate_across_their_branches(portable):
     i.e. u = -1/2 and u = 1) and as function bodies write it, on onnxruntime, against numpy's float64 log1p, from
     u = -1 to 1e30, tiny u and both switch points included: within 2 float32 ulps of the result (measured 1.7) for
     the series, 4 for Log(v) * u / (v - 1) (measured 3.5; the suite allows 8)."""
-    from lossops.opset.binary_cross_entropy_with_logits import log1p
     from lossops.opset.builder import Builder, Static
+    from lossops.opset.log1p import log1p
 
     op = opset.get("BinaryCrossEntropyWithLogits")
     b = Builder(op, op.resolve({}), onnx.TensorProto.FLOAT, "t_", Static(portable=portable))
