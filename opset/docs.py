@@ -1,4 +1,5 @@
-"""The operator reference, generated from the definitions (docs/operators.md), and the README's operator table.
+"""The operator reference, generated from the definitions and the conformance suite's cases (docs/operators.md),
+and the README's operator table.
 Run: python -m lossops.opset.docs (writes the reference), python -m lossops.opset.docs --table (prints the table)"""
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from .versions import DOMAIN, VERSION
 
 
 def operator_reference() -> str:
+    from ..conformance.examples import worked_example  # the suite's stored cases: read only to write the docs
+
     types = ", ".join(f"`{t}`" for t in TENSOR_TYPES.values())
     lines = [
         f"# The `{DOMAIN}` operator set, version {VERSION}",
@@ -32,6 +35,7 @@ def operator_reference() -> str:
             lines.append(f"| `{a.name}` | attribute, {a.kind.__name__}, default `{a.default!r}` | {a.doc} "
                          f"Allowed: {allowed}. |")
         lines.append("")
+        lines += worked_example(op.name)
     return "\n".join(lines)
 
 

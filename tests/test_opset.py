@@ -75,6 +75,18 @@ def test_operator_reference_is_generated():
         "docs/operators.md is stale: run python -m lossops.opset.docs"
 
 
+def test_every_operator_has_a_worked_example_from_the_suite():
+    """docs/operators.md shows each operator on one of the suite's cases: a new operator's cases must include a
+    small float32 one for it (conformance/examples.py)."""
+    from lossops.conformance.examples import worked_example
+    from lossops.conformance.golden import load_all
+
+    goldens = load_all()
+    for name in opset.OPS:
+        example = worked_example(name, goldens)
+        assert example and f"= {name}(" in example[3], name
+
+
 def test_with_functions_is_idempotent(monkeypatch):
     """A model that already carries this version's functions comes back byte for byte, without being taken
     apart and rebuilt; a model saved by an older version gets today's bodies instead of its own."""
