@@ -5,7 +5,7 @@ node with small, non-empty inputs."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper
+from onnx import AttributeProto, helper
 
 from ..opset.versions import DOMAIN
 from .golden import Golden, load_all
@@ -38,7 +38,8 @@ def worked_example(op_type: str, goldens: list[Golden] | None = None) -> list[st
     if g is None:
         return []
     node = g.model.graph.node[0]
-    def value(a) -> str:
+
+    def value(a: AttributeProto) -> str:
         v = helper.get_attribute_value(a)
         return repr(v.decode() if isinstance(v, bytes) else v)
 

@@ -19,7 +19,8 @@ def operator_reference() -> str:
     lines = [
         f"# The `{DOMAIN}` operator set, version {VERSION}",
         "",
-        "Generated from the operator definitions in `opset/` by `python -m lossops.opset.docs`; do not edit.",
+        "Generated from the operator definitions in `opset/` and the conformance suite's cases by "
+        "`python -m lossops.opset.docs`; do not edit.",
         "",
         f"Every tensor input and the output have type `T` in {types}; all tensors of one node share one `T`.",
         "",
