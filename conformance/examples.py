@@ -8,7 +8,7 @@ import numpy as np
 from onnx import AttributeProto, helper
 
 from ..opset.versions import DOMAIN
-from .golden import Golden, load_all
+from .golden import Golden
 
 _MOST = 24  # elements per input: an example is read, not scrolled
 
@@ -32,9 +32,10 @@ def _assigned(name: str, a: np.ndarray) -> str:
     return prefix + (text if a.ndim else f"{text}  (rank 0)")
 
 
-def worked_example(op_type: str, goldens: list[Golden] | None = None) -> list[str]:
-    """Markdown lines: the node, its inputs and the expected output, or nothing where the suite has no case."""
-    g = first_case(op_type, load_all() if goldens is None else goldens)
+def worked_example(op_type: str, goldens: list[Golden]) -> list[str]:
+    """Markdown lines: the node, its inputs and the expected output, or nothing where `goldens` (the suite:
+    `golden.load_all()`, read once by the caller) has no case for it."""
+    g = first_case(op_type, goldens)
     if g is None:
         return []
     node = g.model.graph.node[0]

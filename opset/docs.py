@@ -14,6 +14,9 @@ from .versions import DOMAIN, VERSION
 
 def operator_reference() -> str:
     from ..conformance.examples import worked_example  # the suite's stored cases: read only to write the docs
+    from ..conformance.golden import load_all
+
+    goldens = load_all()
 
     types = ", ".join(f"`{t}`" for t in TENSOR_TYPES.values())
     lines = [
@@ -36,7 +39,7 @@ def operator_reference() -> str:
             lines.append(f"| `{a.name}` | attribute, {a.kind.__name__}, default `{a.default!r}` | {a.doc} "
                          f"Allowed: {allowed}. |")
         lines.append("")
-        lines += worked_example(op.name)
+        lines += worked_example(op.name, goldens)
     return "\n".join(lines)
 
 
