@@ -71,20 +71,36 @@ SIGNATURES = {
 }
 
 
+def _call_codegen(result: ir.Type, n_args: int):
+    def codegen(context, builder, sig, llargs):
+        i64 = ir.IntType(64)
+        values = [builder.extract_value(llargs[1], k) for k in range(n_args)]
+        target = builder.inttoptr(llargs[0], ir.FunctionType(result, [i64] * n_args).as_pointer())
+        value = builder.call(target, values)
+        return context.get_dummy_value() if isinstance(result, ir.VoidType) else value
+
+    return codegen
+
+
+def _int64_args(fn, args) -> bool:
+    return (isinstance(fn, types.Integer) and isinstance(args, types.BaseTuple)
+            and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in args))
+
+
 @intrinsic
 def call(typingctx, fn, args):
     """Call the C function at address `fn` with a tuple of 64-bit integer arguments; its result as int64."""
-    if not (isinstance(fn, types.Integer) and isinstance(args, types.BaseTuple)
-            and all(isinstance(t, types.Integer) and t.bitwidth == 64 for t in args)):
+    if not _int64_args(fn, args):
         return None
+    return types.int64(fn, args), _call_codegen(ir.IntType(64), len(args))
 
-    def codegen(context, builder, sig, llargs):
-        i64 = ir.IntType(64)
-        values = [builder.extract_value(llargs[1], k) for k in range(len(args))]
-        target = builder.inttoptr(llargs[0], ir.FunctionType(i64, [i64] * len(values)).as_pointer())
-        return builder.call(target, values)
 
-    return types.int64(fn, args), codegen
+@intrinsic
+def call_void(typingctx, fn, args):
+    """Call the C function at address `fn`, which returns nothing, with a tuple of 64-bit integer arguments."""
+    if not _int64_args(fn, args):
+        return None
+    return types.none(fn, args), _call_codegen(ir.VoidType(), len(args))
 
 
 @intrinsic
@@ -227,8 +243,8 @@ def functions(op_name: str, elem_type: int | None = None) -> Functions:
         tasks = w[engine.NTASKS]
         if tasks > 1:
             status = call(api[_PARALLEL_FOR], (context, state[S_WORKER], tasks, np.int64(0), plan))
-        elif tasks == 1:
-            engine.task(op, plan, 0, elem)
+        elif tasks == 1:  # through its address, as ParallelFor calls it: compute holds no copy of the tile loops
+            call_void(state[S_WORKER], (plan, np.int64(0)))
         if status == 0:
             engine.finish(op, plan, elem)
         if workspace:
