@@ -1,0 +1,2 @@
+
+Bgrad_outputJJ8¨ºÏ5@<-N¨

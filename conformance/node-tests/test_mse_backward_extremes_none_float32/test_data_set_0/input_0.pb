@@ -1,0 +1,1 @@
+Bgrad_outputJVB	?mUø÷π>Åà?åz£=†≤	Ω

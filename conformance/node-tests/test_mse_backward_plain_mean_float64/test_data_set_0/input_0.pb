@@ -1,0 +1,1 @@
+Bgrad_outputJ”Œø1\Ñ¿

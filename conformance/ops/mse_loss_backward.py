@@ -1,0 +1,54 @@
+"""MseLossBackward: its oracle (autograd of F.mse_loss), specs and bench baseline."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...opset.spec import REDUCTIONS
+from ..specs import Spec, grad, rng
+from . import tensor, torch_and_functional
+
+OP = "MseLossBackward"
+
+
+def oracle(grad_output, input, target, *, reduction):
+    torch, F = torch_and_functional()
+    x = tensor(input).requires_grad_(True)
+    y, g = tensor(target), tensor(grad_output)
+    with warnings.catch_warnings():  # torch warns when target's size differs from input's: tested on purpose
+        warnings.simplefilter("ignore", UserWarning)
+        loss = F.mse_loss(x, y, reduction=reduction)
+    (grad_input,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
+    return grad_input.numpy()
+
+
+def eager(t: dict, reduction: str):
+    """aten's own backward kernel, as PyTorch's autograd calls it."""
+    torch, _ = torch_and_functional()
+    x, g, code = t["input"], t["grad_output"], REDUCTIONS.index(reduction)
+    return lambda: torch.ops.aten.mse_loss_backward(g.expand(x.shape), x, t["target"], code)
+
+
+def specs() -> list[Spec]:
+    r = rng(16)
+    x, y = r.normal(size=(4, 5)), r.normal(size=(4, 5))
+    specs = []
+    for red in ("none", "mean", "sum"):
+        a = {"reduction": red}
+        specs += [
+            Spec(f"mse_backward_plain_{red}", OP, [grad(red, (4, 5), r), x, y], a),
+            Spec(f"mse_backward_target_row_{red}", OP, [grad(red, (4, 5), r), x, y[:1]], a),
+            Spec(f"mse_backward_input_row_{red}", OP, [grad(red, (4, 5), r), x[:1], y], a, 4),
+            Spec(f"mse_backward_rank3_{red}", OP, [grad(red, (2, 3, 5), r), r.normal(size=(3, 1)),
+                                                   r.normal(size=(2, 3, 5))], a, 10),
+            Spec(f"mse_backward_rank0_{red}", OP, [np.array(0.75), np.array(1.5), np.array(-0.25)], a),
+            Spec(f"mse_backward_empty_{red}", OP, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
+            Spec(f"mse_backward_extremes_{red}", OP,
+                 [grad(red, (6,), r), np.array([np.inf, -np.inf, 1e30, -3.0, 0.0, 2.0]),
+                  np.array([1.0, np.inf, -1e30, -3.0, 0.0, 2.0 + 2**-20])], a),
+        ]
+    specs.append(Spec("mse_backward_scalar_grad_none", OP, [np.array(0.5), x, y], {"reduction": "none"}))
+    specs.append(Spec("mse_backward_default_reduction", OP, [np.array(1.0), x, y], {}))
+    return specs

@@ -1,0 +1,42 @@
+"""MseLoss: the mean squared error, the forward of MseLossBackward (aclnnMseLoss)."""
+
+from __future__ import annotations
+
+from .builder import Builder
+from .mse_loss_backward import DEFINITION as BACKWARD
+from .spec import BROADCAST, PRINCIPAL, Aclnn, Gradient, Input, OpDef
+
+DOC = """\
+The squared error between `input` and `target`, over their broadcast shape:
+
+    loss = (input - target)^2
+
+`mean` divides the sum by its number of elements (NaN for an empty one, as PyTorch), `sum` of an empty one is
+0. Infinities follow the formula: an infinite `input` or `target` gives +inf, both infinite with the same sign
+NaN, as PyTorch. Its gradient with respect to `input` is MseLossBackward. float16 and bfloat16 compute in
+float32.
+"""
+
+
+def decompose(b: Builder, input: str, target: str) -> str:
+    input, target = b.checked([input, target])
+    d = b.op("Sub", b.to_compute(input), b.to_compute(target))
+    return b.reduce_loss(b.op("Mul", d, d), input)
+
+
+DEFINITION = OpDef(
+    name="MseLoss",
+    summary="Mean squared error loss (the forward of MseLossBackward).",
+    doc=DOC,
+    inputs=(
+        Input("input", "Predictions, any rank.", shape=PRINCIPAL),
+        Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST),
+    ),
+    output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
+    attributes=BACKWARD.attributes,
+    decompose=decompose,
+    reduces=True,
+    torch=("aten::mse_loss",),
+    aclnn=Aclnn("aclnnMseLoss", ("self", "target"), {"910": True, "310P": True, "A2": True, "A3": True, "950": True}),
+    gradient=Gradient("MseLossBackward", ("grad_output", "input", "target")),
+)

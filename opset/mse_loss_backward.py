@@ -1,0 +1,48 @@
+"""MseLossBackward: gradient of the mean squared error w.r.t. the input (aclnnMseLossBackward)."""
+
+from __future__ import annotations
+
+from .builder import Builder
+from .spec import BROADCAST, PRINCIPAL, Aclnn, Input, OpDef, reduction
+from .sum_back import sum_to_shape_of
+
+DOC = """\
+Gradient of `mse_loss(input, target, reduction)` with respect to `input`. With `B` the broadcast shape of
+`input` and `target` and `g` the `grad_output` broadcast to `B`:
+
+    d = 2 * (input - target) * g
+
+divided by the number of elements of `B` for `mean` (aclnn's page and aten's kernel divide by `input`'s, the
+same number when `target` does not enlarge `input`; PyTorch's autograd of a broadcasting `mse_loss` divides
+by `B`'s), and summed over the axes that broadcasting added to or stretched in `input`, so that `grad_input`
+has `input`'s shape. float16 and bfloat16 are computed in float32 and rounded once.
+"""
+
+
+def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
+    shapes = [b.static.shapes.get(n) for n in (input, target, grad_output)]  # of the graph's names, before checks
+    grad_output, input, target = b.checked([grad_output, input, target])
+    g, x, y = b.to_compute(grad_output), b.to_compute(input), b.to_compute(target)
+    d = b.op("Mul", b.op("Mul", b.const(2.0), b.op("Sub", x, y)), g)  # over B: x and y span it, g fits it
+    d = b.choose("reduction", {"none": lambda s: d, "sum": lambda s: d,
+                               "mean": lambda s: s.divided_by_count(d, d)})
+    return sum_to_shape_of(b, d, input, shapes)
+
+
+DEFINITION = OpDef(
+    name="MseLossBackward",
+    summary="Gradient of the mean squared error with respect to the input.",
+    doc=DOC,
+    inputs=(
+        Input("grad_output", "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`."),
+        Input("input", "Predictions, any rank.", shape=PRINCIPAL),
+        Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST),
+    ),
+    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    attributes=(reduction(),),
+    decompose=decompose,
+    output_shape="input",
+    torch=("aten::mse_loss_backward",),
+    aclnn=Aclnn("aclnnMseLossBackward", ("gradOutput", "self", "target"),
+                {"910": True, "310P": True, "A2": True, "A3": True, "950": True}),
+)
