@@ -1,5 +1,6 @@
-"""Fusion: the standard-op subgraphs that PyTorch's ONNX exporters emit for binary_cross_entropy_with_logits
-and for torchvision's sigmoid_focal_loss become one lossops node, with onnxscript's pattern rewriter.
+"""Fusion: the standard-op subgraphs that PyTorch's ONNX exporters emit for binary_cross_entropy_with_logits,
+for torchvision's sigmoid_focal_loss and for a reduced mse_loss become one lossops node, with onnxscript's
+pattern rewriter.
 
 Both exporters compute `log(sigmoid(x))`, which is -inf for logits below about -90 in float32 (PyTorch 2.13:
 loss inf at logit -200 where PyTorch gives 200); the fused node is finite and accurate there. Patterns
@@ -14,6 +15,10 @@ loss inf at logit -200 where PyTorch gives 200); the fused node is finite and ac
   `(1 - (s * y + (1 - s) * (1 - y))) ** gamma`, times `y * alpha + (1 - y) * (1 - alpha)` unless alpha < 0, the
   exporter sharing `1 - y` and constants; the same reductions. Its `1 - p_t` cancels for confident predictions
   and its log(sigmoid) is -inf past about -90: the fused node is accurate for every logit.
+- mse_loss with `mean` or `sum`: `Reduce(Mul(d, d))` of `d = Sub(x, y)` over every axis (keepdims=0; the
+  TorchScript exporter computes `d` twice), its target already expanded to the input's shape where it
+  broadcast. The fused node sums in float64. `none` is left alone: a squared difference is not
+  necessarily a loss.
 """
 
 from __future__ import annotations
@@ -154,6 +159,34 @@ class _FocalLoss(pattern.RewriteRuleClassBase):
         return {"alpha": a, "gamma": g}
 
 
+class _MseLoss(pattern.RewriteRuleClassBase):
+    """A reduced mse_loss: the squared difference of x and y (`twice`: two Sub nodes, as the TorchScript exporter
+    writes it) reduced over every axis."""
+
+    def __init__(self, reduction: str, twice: bool):
+        super().__init__(f"mse-loss{'-twice' if twice else ''}-{reduction}")
+        self.reduction, self.twice = reduction, twice
+
+    def pattern(self, op, x, y):
+        d = op.Sub(x, y)
+        square = op.Mul(d, op.Sub(x, y) if self.twice else d)
+        reduce = op.ReduceMean if self.reduction == "mean" else op.ReduceSum
+        return reduce(square, keepdims=0, _allow_other_attributes=True)
+
+    def check(self, context, x, y, **_) -> bool:
+        reduce = next(n for n in context.nodes if n.op_type.startswith("Reduce"))
+        # over every axis: no axes (input or attribute), and no "empty axes mean none"
+        every_axis = ("axes" not in reduce.attributes and len(reduce.inputs) == 1
+                      and not reduce.attributes.get_int("noop_with_empty_axes", 0))
+        return every_axis and _shapes_fit(x, y, None, None, 0)
+
+    def rewrite(self, op, x, y, **_):
+        return op.MseLoss(x, y, reduction=self.reduction, _domain=opset.DOMAIN)
+
+
+MSE_PASS = pattern.RewriteRuleSet([_MseLoss.rule(r, t) for r in ("mean", "sum") for t in (False, True)])
+
+
 def _scalar(value: ir.Value | None) -> float | None:
     """A constant one-element value as a float, else None."""
     const = None if value is None else value.const_value
@@ -176,12 +209,12 @@ PASSES = [
 
 
 def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """(copy of `model` with every recognised BCE-with-logits and focal-loss subgraph replaced by a lossops node,
-    report)."""
+    """(copy of `model` with every recognised BCE-with-logits, focal-loss and reduced MSE subgraph replaced by a
+    lossops node, report)."""
     before = _count(model)
     fused = model
     # the focal loss contains the cross entropy's pattern: it goes first
-    for rules in [*FOCAL_PASSES, *PASSES]:  # each pass re-infers: the conditions read intermediate shapes
+    for rules in [*FOCAL_PASSES, *PASSES, MSE_PASS]:  # each pass re-infers: the conditions read intermediate shapes
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
     added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
     report = [f"fused {node_label(n)} (reduction {_reduction(n)})" for n in added]
