@@ -26,7 +26,10 @@ from .timing import Timing, steady
 
 ELEM = {name: DTYPE_NAMES[name] for name in ("float32", "float16")}  # the types the targets are set for
 SPREAD_MARK = 2.0  # a row whose kernels or comparison block medians differ by more than this is marked
-QUIET_FROM = 10**6  # from here on each block starts on a quiet process (timing.settle)
+# Each block starts on a quiet process (timing.settle) from this size on, and at every size where the runners have
+# worker threads: a pool still spinning from the block before takes the cores from the next runner's pool
+# (docs/design.md, benchmark method).
+QUIET_FROM = 10**6
 
 
 def sample(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[str, np.ndarray]:
@@ -152,7 +155,7 @@ def run_bench(ops: list[str], sizes: list[int], dtypes: list[str], reductions: l
                         if torch is not None:
                             runners["torch"] = torch_eager(op, feeds, reduction)
                         calls = max(3, min(25, int(2e6 // max(n, 1))))
-                        t = steady(runners, blocks=blocks, calls=calls, quiet=n >= QUIET_FROM)
+                        t = steady(runners, blocks=blocks, calls=calls, quiet=threads > 1 or n >= QUIET_FROM)
                         rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
                                         min(t["copy"].median, t["add"].median), moved))
     return rows
