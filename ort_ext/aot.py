@@ -4,11 +4,11 @@ Processes of its own (`--jobs`, each a share of the operators) have numba type a
 ort_ext/compiled.py once, and optimise each function's LLVM IR for every level (machine_code.LEVELS) with
 numba's own passes and a target machine for the level, as numba's JIT does on a host of that level
 (`_for_every_level`), so the optimiser vectorises for the level's registers. Each level's IR then gets stable
-entry-point names (`lossops_<Operator>_<kind>`, `lossops_trampoline`), every other symbol internal linkage, and
-LLVM emits an object file for the level's CPU; the objects are linked into one shared library per level with
-the system C compiler. Why this route: the kernels stay the numba source they are, the code is numba's (its
-IR, its optimiser, computing bit for bit what its JIT computes), and the libraries need neither numba nor
-Python at run time.
+entry-point names (`lossops_<Operator>_<kind>`, `lossops_trampoline`, `lossops_plan`), every other symbol
+internal linkage, and LLVM emits an object file for the level's CPU; the objects are linked into one shared
+library per level with the system C compiler. Why this route: the kernels stay the numba source they are, the
+code is numba's (its IR, its optimiser, computing bit for bit what its JIT computes), and the libraries need
+neither numba nor Python at run time.
 
 numba's function wrappers reference its runtime and CPython on their error paths (unpickling an exception,
 taking the GIL to print it). The kernels never raise (error_model="numpy", no allocation through numba), so
@@ -181,12 +181,13 @@ def _for_every_level(levels: list[str]) -> None:
 
 def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
     """In a process of its own (see `main`): compile the functions of every `parts`-th operator from the
-    `part`-th (and the trampoline in part 0) into an object file per level in `work/<level>`, with the symbols
-    they leave undefined (`undefined-<part>.json`)."""
+    `part`-th (and the trampoline and the planner in part 0) into an object file per level in `work/<level>`,
+    with the symbols they leave undefined (`undefined-<part>.json`)."""
     from llvmlite import binding as llvm
 
     _for_every_level(levels)
     from . import compiled
+    from .kernels.native import PLANNER
     from .kernels.registry import KERNELS
 
     compiled.CACHE = False
@@ -196,7 +197,8 @@ def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
     jobs = {op: [(f"lossops_{op}_{kind}", lambda op=op, kind=kind: compiled.functions(op)[kind])
                  for kind in machine_code.KINDS] for op in list(KERNELS)[part::parts]}
     if part == 0:
-        jobs["the trampoline"] = [("lossops_trampoline", compiled.trampoline)]
+        jobs["the trampoline and the planner"] = [("lossops_trampoline", compiled.trampoline),
+                                                  (PLANNER, compiled.planner)]
     functions, data = set(), set()
     for what, functions_of in jobs.items():
         began = time.perf_counter()
@@ -217,7 +219,8 @@ def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
 def link(level: str, work: Path, out: Path) -> None:
     """Link the object files `compile_part` wrote into `work/<level>` into the level's library in `out`."""
     undefined = [json.loads(p.read_text()) for p in sorted(work.glob("undefined-*.json"))]
-    functions = {f for u in undefined for f in u["functions"]}
+    exported = {o.stem for o in (work / level).glob("*.o")}  # one object per exported function, named after it
+    functions = {f for u in undefined for f in u["functions"]} - exported
     data = {d for u in undefined for d in u["data"]}
     stubbed = {f for f in functions if not _system_symbol(f)}
     unexpected = sorted(f for f in stubbed if not f.startswith(_STUBBED))

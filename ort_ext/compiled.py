@@ -19,6 +19,7 @@ import threading
 import time
 
 import numpy as np
+from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils, sigutils
@@ -42,7 +43,7 @@ from .kernels.layout import (  # noqa: E402
     S_WORKER,
     STATE_WORDS,
 )
-from .kernels.native import stack, view  # noqa: E402
+from .kernels.native import PLANNER, stack, view  # noqa: E402
 from .kernels.registry import KERNELS  # noqa: E402
 
 CACHE = True  # numba's on-disk cache; ort_ext/aot.py turns it off (the wheel carries the code instead)
@@ -279,6 +280,7 @@ class Functions:
                     print(f"lossops: compiling the kernels of {self._what} with numba (once: later processes load "
                           "them from the cache)", file=sys.stderr, flush=True)
 
+            planner(announce if CACHE else None)  # called by its symbol from this code: defined first
             for kind in kinds:
                 if kind not in self._compiled:
                     self._compiled[kind] = _cfunc(self._definitions[kind], kind, announce if CACHE else None)
@@ -294,6 +296,27 @@ def _immortal(*objects) -> None:
     still running in another thread then must not jump into freed memory."""
     for obj in objects:
         ctypes.pythonapi.Py_IncRef(ctypes.py_object(obj))
+
+
+_PLANNER: list[CFunc] = []
+_PLANNER_LOCK = threading.Lock()
+
+
+def planner(before_compiling=None) -> CFunc:
+    """The planner every operator's `plan` calls (engine.planner), compiled once per process (or loaded from the
+    cache) before the first operator's code; its symbol (native.PLANNER) is defined for the JIT here, and a
+    library defines it by exporting it under that name (ort_ext/aot.py)."""
+    with _PLANNER_LOCK:
+        if not _PLANNER:
+
+            def lossops_plan(address):
+                return engine.planner(address)
+
+            compiled = _cfunc(lossops_plan, "plan", before_compiling)
+            _immortal(compiled)
+            llvm.add_symbol(PLANNER, compiled.address)
+            _PLANNER.append(compiled)
+        return _PLANNER[0]
 
 
 @functools.cache

@@ -100,10 +100,10 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
 @needs_prebuilt
 @pytest.mark.skipif(shutil.which("nm") is None, reason="needs binutils' nm to list a library's symbols")
 def test_a_library_exports_its_entry_points_only():
-    """Each operator's five functions, the trampoline and the stamp; the stubs for numba's and CPython's symbols
-    stay hidden, so they never stand in for a process's real ones."""
+    """Each operator's five functions, the trampoline, the planner and the stamp; the stubs for numba's and
+    CPython's symbols stay hidden, so they never stand in for a process's real ones."""
     expected = {f"lossops_{op}_{kind}" for op in _MANIFEST["ops"] for kind in machine_code.KINDS}
-    expected |= {"lossops_trampoline", "lossops_stamp", "lossops_level"}
+    expected |= {"lossops_trampoline", "lossops_plan", "lossops_stamp", "lossops_level"}
     for level, entry in _MANIFEST["levels"].items():
         listed = subprocess.run(["nm", "-D", "--defined-only", str(machine_code.LIBRARIES / entry["file"])],
                                 capture_output=True, text=True, check=True).stdout

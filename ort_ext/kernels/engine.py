@@ -4,8 +4,9 @@ messages.py).
 One call of an operator is carried by a PLAN record in memory the caller owns:
 
     front end fills the operands (present, address, element type, rank, dims) and the attributes
-    plan(op)     checks the shapes against the operator's rules (its record's Input.shape), decides the output
-                 shape, each operand's layout and the workspace size; or writes an error message
+    plan(op)     describes the operator in the record and calls the planner (one function for every
+                 operator), which checks the shapes against the operator's rules (its record's Input.shape),
+                 decides the output shape, each operand's layout and the workspace size; or writes an error message
     front end    allocates the output and the workspace
     start(op)    fills the workspace (repeated runs of broadcast operands)
     task(op, i)  computes tiles [i * task_tiles, (i + 1) * task_tiles): any thread, any order
@@ -72,6 +73,8 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     MESSAGE_BYTES,
     MISSING,
     MODE,
+    NAMES,
+    NAMES_BYTES,
     NOT_BROADCAST,
     NOT_EXACT,
     NOT_FITS,
@@ -87,6 +90,16 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     O_RANK,
     O_STRIDES,
     OK,
+    OP,
+    OP_INPUTS,
+    OP_OPTIONAL,
+    OP_OUTPUT_INPUT,
+    OP_PRINCIPAL,
+    OP_READS,
+    OP_REDUCES,
+    OP_ROLES,
+    OP_TASK_TILES,
+    OP_WORDS,
     OPERAND,
     OPERAND_WORDS,
     OPERANDS,
@@ -124,7 +137,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     N,
 )
 from .messages import describe, put, put_int  # noqa: F401 (put, put_int: for compiled.py)
-from .native import STREAMING_STORES, stack, stream_copy, stream_fence, view
+from .native import STREAMING_STORES, call_planner, stack, stream_copy, stream_fence, view
 
 _jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the entry points (cache.py)
 
@@ -138,10 +151,17 @@ def _operand(j):
 # --- planning -----------------------------------------------------------------------------------------------
 
 @_jit
-def _plan(address, roles, optional, reads, principal, reduces, output_input, task_tiles, names):
-    """Check the operands against the operator's rules and lay the call out. Returns the status."""
+def planner(address):
+    """Check the operands against the operator's rules and lay the call out. Returns the status. The operator
+    is described in the record (its `op` words and `names`, written by its `plan` entry point), not compiled
+    in: one planner serves every operator, so its code is compiled once, not once per operator."""
     w = view(address, PLAN_WORDS, np.int64)
-    n_inputs = len(roles)
+    names = view(address + NAMES, NAMES_BYTES, np.uint8)
+    n_inputs, principal, task_tiles = w[OP + OP_INPUTS], w[OP + OP_PRINCIPAL], w[OP + OP_TASK_TILES]
+    reduces, output_input = w[OP + OP_REDUCES] != 0, w[OP + OP_OUTPUT_INPUT] != 0
+    roles = w[OP + OP_ROLES:OP + OP_ROLES + MAX_INPUTS]
+    optional = w[OP + OP_OPTIONAL:OP + OP_OPTIONAL + MAX_INPUTS]
+    reads = w[OP + OP_READS:OP + OP_READS + MAX_INPUTS]
     full = view(stack(_RANK_BYTES), MAX_RANK, np.int64)
     for j in range(n_inputs):
         a = _operand(j)
@@ -614,10 +634,18 @@ def _plan_impl(op, address):
     k = _kernel(op)
     if k is None:
         return None
-    roles, optional, reads, principal = k.roles, k.optional, k.reads, k.principal
-    reduces, output_input, task_tiles, names = k.reduces, k.output_input, k.task_tiles, k.names
-    return lambda op, address: _plan(address, roles, optional, reads, principal, reduces, output_input, task_tiles,
-                                     names)
+    description, names = k.description, k.names
+
+    def impl(op, address):  # describes the operator in the record, then calls the planner by its symbol
+        w = view(address, PLAN_WORDS, np.int64)
+        for i in range(OP_WORDS):
+            w[OP + i] = description[i]
+        b = view(address + NAMES, NAMES_BYTES, np.uint8)
+        for i in range(len(names)):
+            b[i] = names[i]
+        return call_planner(address)
+
+    return impl
 
 
 def _by_element_type(step, value, only=None):
@@ -660,7 +688,7 @@ def _start_impl(op, address, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_start, len(k.roles), _literal(elem))
+    call = _by_element_type(_start, len(k.op.inputs), _literal(elem))
     return lambda op, address, elem=None: call(address, 0)
 
 
@@ -669,7 +697,7 @@ def _task_impl(op, address, i, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_task_for(op.literal_value), k.principal, _literal(elem))
+    call = _by_element_type(_task_for(op.literal_value), k.op.principal, _literal(elem))
     return lambda op, address, i, elem=None: call(address, i)
 
 
@@ -678,5 +706,5 @@ def _finish_impl(op, address, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_finish, k.principal, _literal(elem))
+    call = _by_element_type(_finish, k.op.principal, _literal(elem))
     return lambda op, address, elem=None: call(address, 0)

@@ -15,6 +15,7 @@ MAX_RANK = 64  # numpy's limit; ONNX has none, and lossops reports a higher rank
 MAX_INPUTS = 5
 MAX_PARAMS = 4  # an operator's numeric and enum attributes besides `reduction` (OpDef.params)
 MESSAGE_BYTES = 2048
+NAMES_BYTES = 256  # the operator's and its inputs' names, NUL-separated, for the messages
 # An elementwise output at least this large is written with non-temporal stores (x86-64): a plain store first
 # reads each line it writes, so a large output costs twice its bytes; below this size an output may still be in
 # the writing core's L2 when the next node reads it, so smaller ones are stored as usual (docs/speed.md).
@@ -63,6 +64,8 @@ PLAN = np.dtype([
     ("rank", _i8), ("dims", _i8, (MAX_RANK,)),  # F, merged
     ("out_dims", _i8, (MAX_RANK,)),
     ("operands", OPERAND, (MAX_INPUTS,)),
+    ("op", _i8, (5 + 3 * MAX_INPUTS,)),  # what the plan needs of the operator (`op_description`)
+    ("names", np.uint8, (NAMES_BYTES,)),
     ("message", np.uint8, (MESSAGE_BYTES,)),
 ])
 PLAN_BYTES = PLAN.itemsize
@@ -75,13 +78,18 @@ def _word(dtype: np.dtype, name: str) -> int:
 
 _FIELDS = ("status", "culprit", "other", "elem_type", "itemsize", "reduction", "params", "mode", "n", "ntiles",
            "task_tiles", "ntasks", "chunk", "scale", "out_rank", "out_numel", "out_address", "stream", "workspace",
-           "workspace_bytes", "partials", "accumulator", "rank", "dims", "out_dims", "operands")
-# every field but the message, each named: a field added to PLAN and not here fails the import
-assert set(_FIELDS) == set(PLAN.names) - {"message"}, set(PLAN.names) ^ set(_FIELDS)
+           "workspace_bytes", "partials", "accumulator", "rank", "dims", "out_dims", "operands", "op")
+# every field but the bytes, each named: a field added to PLAN and not here fails the import
+assert set(_FIELDS) == set(PLAN.names) - {"names", "message"}, set(PLAN.names) ^ set(_FIELDS)
 (STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, PARAMS, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
  OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
- OPERANDS) = (_word(PLAN, f) for f in _FIELDS)
-MESSAGE = PLAN.fields["message"][1]  # in bytes
+ OPERANDS, OP) = (_word(PLAN, f) for f in _FIELDS)
+NAMES, MESSAGE = PLAN.fields["names"][1], PLAN.fields["message"][1]  # in bytes
+# the words of `op`: input count, principal input, reduces, output shaped as the input, tiles per task, then per
+# input slot its shape rule (RULE_CODES), whether it is optional, whether the loop reads its data
+OP_WORDS = PLAN.fields["op"][0].shape[0]
+OP_INPUTS, OP_PRINCIPAL, OP_REDUCES, OP_OUTPUT_INPUT, OP_TASK_TILES = range(5)
+OP_ROLES, OP_OPTIONAL, OP_READS = 5, 5 + MAX_INPUTS, 5 + 2 * MAX_INPUTS
 OPERAND_WORDS = OPERAND.itemsize // 8
 O_PRESENT, O_KIND, O_ADDRESS, O_ELEM_TYPE, O_RANK, O_PERIOD, O_EXT, O_DIMS, O_STRIDES = (
     _word(OPERAND, f) for f in ("present", "kind", "address", "elem_type", "rank", "period", "ext", "dims", "strides"))
@@ -101,6 +109,24 @@ TASK_STACK_BYTES = _GATHER_BYTES + 2 * _TILE_BYTES + _RANK_BYTES + 2 * _OPERAND_
 # `compute` reads it on every run): int64 words, then the parameters as float64.
 S_COMPUTE, S_API, S_WORKER, S_ELEM_TYPE, S_ITEMSIZE, S_REDUCTION, S_PARAMS = range(7)
 STATE_WORDS = S_PARAMS + MAX_PARAMS
+
+
+def op_description(op: OpDef, reads: tuple[bool, ...], task_tiles: int) -> np.ndarray:
+    """The PLAN's `op` words of an operator whose loop reads the inputs flagged in `reads` (per slot)."""
+    pad = MAX_INPUTS - len(op.inputs)
+    words = [len(op.inputs), op.principal, op.reduces, op.output_shape == "input", task_tiles,
+             *(RULE_CODES[i.shape] for i in op.inputs), *(0,) * pad,
+             *(i.optional for i in op.inputs), *(True,) * pad, *reads]
+    return np.array(words, np.int64)
+
+
+def op_names(op: OpDef) -> np.ndarray:
+    """The PLAN's `names` bytes of an operator: its name and its inputs', NUL-separated."""
+    text = "\0".join([op.name, *(i.name for i in op.inputs)]) + "\0"
+    if len(text.encode()) > NAMES_BYTES:
+        raise ValueError(f"{op.name}: its and its inputs' names take {len(text.encode())} bytes; the plan holds "
+                         f"{NAMES_BYTES} (layout.NAMES_BYTES)")
+    return np.frombuffer(text.encode(), np.uint8).copy()
 
 
 def param_values(op: OpDef, attrs: dict) -> np.ndarray:

@@ -15,6 +15,7 @@ import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
+from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
 _i8p = ir.IntType(8).as_pointer()
@@ -75,6 +76,24 @@ def fmuladd(typingctx, a, b, c):
 # x86-64 only: there a non-temporal store writes a cache line without first reading it (a plain store's
 # read-for-ownership makes a large output cost twice its bytes), and `sfence` orders such stores.
 STREAMING_STORES = platform.machine().lower() in ("x86_64", "amd64")
+
+
+PLANNER = "lossops_plan"  # the symbol of the planner (engine.planner), compiled once for every operator
+
+
+@intrinsic
+def call_planner(typingctx, address):
+    """Call the planner through its symbol, which the JIT (ort_ext/compiled.py) or the library's link defines:
+    an operator's code then holds a call, not a copy of the planner."""
+    if not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i64 = ir.IntType(64)
+        planner = cgutils.get_or_insert_function(builder.module, ir.FunctionType(i64, [i64]), PLANNER)
+        return builder.call(planner, [args[0]])
+
+    return types.int64(address), codegen
 
 
 @intrinsic

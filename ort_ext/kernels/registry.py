@@ -32,30 +32,14 @@ class Kernel:
     task_tiles: int  # tiles per task: a task is the unit of work handed to a thread
 
     @property
-    def roles(self) -> tuple[int, ...]:
-        return tuple(layout.RULE_CODES[i.shape] for i in self.op.inputs)
-
-    @property
-    def optional(self) -> tuple[bool, ...]:
-        return tuple(i.optional for i in self.op.inputs)
-
-    @property
-    def principal(self) -> int:
-        return self.op.principal
-
-    @property
-    def reduces(self) -> bool:
-        return self.op.reduces
-
-    @property
-    def output_input(self) -> bool:
-        return self.op.output_shape == "input"
+    def description(self) -> np.ndarray:
+        """What the engine's plan reads of the operator (the PLAN's `op` words)."""
+        return layout.op_description(self.op, self.reads, self.task_tiles)
 
     @property
     def names(self) -> np.ndarray:
         """The operator's name and its inputs' names, NUL-separated, for the engine's error messages."""
-        text = "\0".join([self.op.name, *(i.name for i in self.op.inputs)]) + "\0"
-        return np.frombuffer(text.encode(), np.uint8).copy()
+        return layout.op_names(self.op)
 
 
 KERNELS: dict[str, Kernel] = {}
@@ -76,6 +60,7 @@ def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
         if unknown:
             raise ValueError(f"{op_name}: reads unknown inputs {sorted(unknown)}")
         slots = tuple(n in reads for n in names) + (False,) * (layout.MAX_INPUTS - len(names))
+        layout.op_names(op)  # ValueError where the names outgrow the plan's room for them
         KERNELS[op_name] = Kernel(op, tile, slots, max(1, task_elements // layout.TILE))
         return tile
 
