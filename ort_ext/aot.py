@@ -233,9 +233,11 @@ def link(level: str, work: Path, out: Path) -> None:
         raise SystemExit(f"lossops aot: linking the kernels needs a C compiler ({cc!r} not found; set CC), "
                          "or build a pure wheel with LOSSOPS_AOT=0")
     library = out / f"lossops_kernels-{level}.so"
+    # -Bsymbolic: the operators' calls to lossops_plan bind to this library's planner at link time, never to
+    # another library's of that name that the process loaded first (another level, another version)
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(library),
                     *sorted(str(o) for o in (work / level).glob("*.o")), str(stubs), "-lm", "-Wl,-z,defs",
-                    "-Wl,-z,noexecstack", "-Wl,--strip-debug"], check=True)
+                    "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-Wl,--strip-debug"], check=True)
 
 
 def write_manifest(out: Path, levels: list[str]) -> None:

@@ -111,6 +111,17 @@ def test_a_library_exports_its_entry_points_only():
 
 
 @needs_prebuilt
+@pytest.mark.skipif(shutil.which("readelf") is None, reason="needs binutils' readelf to list relocations")
+def test_a_library_calls_its_own_planner():
+    """Every operator calls the planner by its symbol: bound inside the library when it is linked, so no planner
+    of the same name loaded earlier in the process (another level's, another version's) can stand in."""
+    for level, entry in _MANIFEST["levels"].items():
+        relocations = subprocess.run(["readelf", "-r", "--wide", str(machine_code.LIBRARIES / entry["file"])],
+                                     capture_output=True, text=True, check=True).stdout
+        assert "lossops_plan" not in relocations, level
+
+
+@needs_prebuilt
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="needs binutils' objdump to list versioned symbols")
 def test_a_library_needs_only_the_manylinux_2_17_glibc():
     """The wheel is manylinux_2_17: no symbol from a newer glibc (pow is bound to its GLIBC_2.2.5 version; the
