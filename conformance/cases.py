@@ -10,6 +10,7 @@ nodes with standard ops.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -122,13 +123,19 @@ class Case:
     oracle_error: Callable[[list[np.ndarray]], float] = lambda inputs: 0.0
     magnitude: Callable[[list[np.ndarray]], np.ndarray | float] = lambda inputs: 0.0
 
+    @functools.cached_property
+    def expectation(self) -> tuple[np.ndarray, float, np.ndarray | float]:
+        """(expected output, the oracle's own error, term magnitude) in float64: computed once per case, since
+        tests hold several backends' outputs to it."""
+        inputs64 = [a.astype(np.float64) for a in self.inputs]
+        return self.reference(inputs64), self.oracle_error(inputs64), self.magnitude(inputs64)
+
     def check(self, got: np.ndarray) -> tuple[bool, float, str]:
         """(ok, error in ulps, message): `got` against the oracle in float64, within the dtype's tolerance."""
         from .tolerance import compare
 
-        inputs64 = [a.astype(np.float64) for a in self.inputs]
-        return compare(got, self.reference(inputs64), self.dtype, self.summed, self.oracle_error(inputs64),
-                       magnitude=self.magnitude(inputs64))
+        expected, oracle_error, magnitude = self.expectation
+        return compare(got, expected, self.dtype, self.summed, oracle_error, magnitude=magnitude)
 
 
 def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict,
