@@ -130,13 +130,18 @@ def check(traced: Traced, module, loss_fn: Callable, module_args: tuple, loss_ar
         batches.append(shorter)
     for k, (batch, arguments, margs, largs) in enumerate(batches):
         try:
-            own = _autograd(module, loss_fn, margs, largs, trained, mutated, float64=False)
+            own, untrained = _autograd(module, loss_fn, margs, largs, trained, mutated, float64=False)
         except Exception:
             if k == 0:
                 raise
             break  # PyTorch refuses the shorter batch (bags whose offsets point past it): nothing to compare
+        if untrained:
+            raise StepCheckError(
+                f"export_training_step: PyTorch autograd gives {', '.join(untrained)} a gradient on {batch}, and the "
+                f"exported step computes none for {'it' if len(untrained) == 1 else 'them'}: the step would leave "
+                f"{'it' if len(untrained) == 1 else 'them'} untrained. {HOW_TO_SKIP}.")
         try:
-            precise = _autograd(module, loss_fn, margs, largs, trained, mutated, float64=True)
+            precise, _ = _autograd(module, loss_fn, margs, largs, trained, mutated, float64=True)
         except Exception as e:  # any failure means: no float64 reference for this module
             precise = own
             report.reference = (f"the module's precision (it does not run in float64: {type(e).__name__}: "
@@ -226,8 +231,9 @@ def _difference(got: np.ndarray, want: np.ndarray) -> float:
 
 
 def _autograd(module, loss_fn, module_args: tuple, loss_args: tuple, trained: list[str], mutated: list[str],
-              float64: bool) -> dict:
-    """{output: tensor} as PyTorch autograd computes it on copies of the module and the loss, without dropout."""
+              float64: bool) -> tuple[dict, list[str]]:
+    """({output: tensor} as PyTorch autograd computes it on copies of the module and the loss, without dropout;
+    the parameters outside `trained` to which it gives a gradient)."""
     module, loss_fn = copy.deepcopy(module), copy.deepcopy(loss_fn)
     modes = contextlib.ExitStack()
     if float64:
@@ -243,14 +249,16 @@ def _autograd(module, loss_fn, module_args: tuple, loss_args: tuple, trained: li
     parameters = dict(module.named_parameters(remove_duplicate=False))
     with modes:
         loss = loss_fn(module.train()(*module_args), *loss_args)
-        wanted = [parameters[n] for n in trained]
+        others = [n for n, p in module.named_parameters() if p.requires_grad and n not in trained]
+        wanted = [parameters[n] for n in trained + others]
         grads = torch.autograd.grad(loss, wanted, allow_unused=True)
+    untrained = [n for n, g in zip(others, grads[len(trained):], strict=True) if g is not None]
     values = {"loss": loss.detach()}
     state = module.state_dict()
     values.update({f"buffer {n}": state[n].detach() for n in mutated})
     values.update({f"grad {n}": torch.zeros_like(p) if g is None else g.detach()
-                   for n, p, g in zip(trained, wanted, grads, strict=True)})
-    return values
+                   for n, p, g in zip(trained, wanted, grads, strict=False)})
+    return values, untrained
 
 
 def dynamic_shapes(traced: Traced) -> tuple | None:

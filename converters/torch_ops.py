@@ -1,7 +1,9 @@
 """PyTorch custom operators for the losses whose backward has no aten operator (BCE with logits, KL
 divergence) or which have no aten operator at all (the focal loss), so that a joint forward/backward graph keeps
-them as single ops; and a TorchFunctionMode that
-routes torch.nn.functional's calls to them while a training step is traced. Needs torch."""
+them as single ops; and a TorchFunctionMode that routes torch.nn.functional's calls to them while a training step
+is traced. Their backward gives `input` its gradient, the one lossops has an operator for: a call that needs
+the gradient of another tensor (a trainable teacher's target) stays PyTorch's own function
+while tracing, and is refused by the op's backward elsewhere. Needs torch."""
 
 from __future__ import annotations
 
@@ -27,6 +29,16 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor, weight: Tens
 def _(input, target, weight, pos_weight, reduction):
     _same_shape(input, target)
     return input.new_empty(input.shape if reduction == _NONE else ())
+
+
+def _input_gradient_only(ctx, op: str, names: tuple[str, ...]) -> None:
+    """Refuses a backward asked for the gradient of a tensor other than `input` (names: the op's arguments, in
+    order), rather than giving it none."""
+    wanted = [n for n, need in zip(names, ctx.needs_input_grad, strict=False) if need and n != "input"]
+    if wanted:
+        raise NotImplementedError(
+            f"lossops::{op}: its backward computes the gradient of `input` only, and the gradient of "
+            f"{', '.join(f'`{n}`' for n in wanted)} is needed: call torch.nn.functional's loss instead")
 
 
 def _same_shape(input: Tensor, target: Tensor) -> None:
@@ -58,6 +70,7 @@ def _bce_with_logits_setup(ctx, inputs, output):
 
 
 def _bce_with_logits_backward(ctx, grad):
+    _input_gradient_only(ctx, "binary_cross_entropy_with_logits", ("input", "target", "weight", "pos_weight"))
     saved = iter(ctx.saved_tensors)
     input, target, weight, pos_weight = (next(saved) if p else None for p in ctx.present)
     return (torch.ops.lossops.binary_cross_entropy_with_logits_backward(grad, input, target, weight, pos_weight,
@@ -103,6 +116,7 @@ def _kl_setup(ctx, inputs, output):
 
 
 def _kl_backward(ctx, grad):
+    _input_gradient_only(ctx, "kl_div", ("input", "target"))
     input, target = ctx.saved_tensors
     return (torch.ops.lossops.kl_div_backward(grad, input, target, ctx.reduction, ctx.log_target), None, None, None)
 
@@ -160,6 +174,7 @@ def _focal_setup(ctx, inputs, output):
 
 
 def _focal_backward(ctx, grad):
+    _input_gradient_only(ctx, "sigmoid_focal_loss", ("input", "target", "weight"))
     saved = iter(ctx.saved_tensors)
     input, target, weight = (next(saved) if p else None for p in ctx.present)
     return (torch.ops.lossops.sigmoid_focal_loss_backward(grad, input, target, weight, ctx.reduction, ctx.alpha,
@@ -170,24 +185,28 @@ sigmoid_focal_loss.register_autograd(_focal_backward, setup_context=_focal_setup
 
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):
-    """While active, F.binary_cross_entropy_with_logits and F.kl_div run as the lossops custom ops."""
+    """While active, F.binary_cross_entropy_with_logits and F.kl_div run as the lossops custom ops, unless a
+    tensor other than `input` needs a gradient (their backward has none for it) or the call uses the
+    deprecated size_average/reduce arguments: those stay PyTorch's own function."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func is F.binary_cross_entropy_with_logits:
-            bound = _bind(func, args, kwargs)
-            if bound.get("size_average") is not None or bound.get("reduce") is not None:
-                return func(*args, **kwargs)
-            return torch.ops.lossops.binary_cross_entropy_with_logits(
-                bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"),
-                _CODES[bound.get("reduction", "mean")])
+        if func not in (F.binary_cross_entropy_with_logits, F.kl_div):
+            return func(*args, **kwargs)
+        bound = _bind(func, args, kwargs)
+        if bound.get("size_average") is not None or bound.get("reduce") is not None or _other_gradient(bound):
+            return func(*args, **kwargs)
+        reduction = _CODES[bound.get("reduction", "mean")]
         if func is F.kl_div:
-            bound = _bind(func, args, kwargs)
-            if bound.get("size_average") is not None or bound.get("reduce") is not None:
-                return func(*args, **kwargs)
-            return torch.ops.lossops.kl_div(bound["input"], bound["target"], _CODES[bound.get("reduction", "mean")],
+            return torch.ops.lossops.kl_div(bound["input"], bound["target"], reduction,
                                             bool(bound.get("log_target", False)))
-        return func(*args, **kwargs)
+        return torch.ops.lossops.binary_cross_entropy_with_logits(
+            bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"), reduction)
+
+
+def _other_gradient(bound: dict) -> bool:
+    """Whether a tensor argument other than `input` needs a gradient."""
+    return any(isinstance(t, Tensor) and t.requires_grad for name, t in bound.items() if name != "input")
 
 
 def _bind(func, args, kwargs) -> dict:

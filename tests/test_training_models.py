@@ -1,6 +1,6 @@
 """What real training loops need from an exported step, held to PyTorch: batches of any size (and named
 symbolic axes), tied weights, half precision and autocast, gradient accumulation, hyper-parameters a schedule
-changes, reproducible dropout, attention with masks."""
+changes, reproducible dropout, attention with masks, a distillation teacher that trains too."""
 
 from __future__ import annotations
 
@@ -309,3 +309,74 @@ def test_attention_with_masks_trains_and_evaluates_as_pytorch(mask):
                    [((x, m), (y,))] * 5) < 1e-5
     np.testing.assert_allclose(session.evaluate(x.numpy(), _numpy(m)), reference(x, m).detach().numpy(), rtol=1e-5,
                                atol=1e-6)
+
+
+class _TeacherAndStudent(nn.Module):
+    """Two heads over the same features, both trained: the student's logits and the teacher's."""
+
+    def __init__(self):
+        super().__init__()
+        self.student, self.teacher = nn.Linear(4, 3), nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.student(x), self.teacher(x)
+
+
+# losses whose target comes from trained parameters: PyTorch gives those a gradient through it (it refuses one
+# for BCE's weight and pos_weight)
+TRAINED_TARGETS = {
+    "kl_div batchmean, teacher's probabilities": lambda out, y: F.kl_div(
+        F.log_softmax(out[0], -1), F.softmax(out[1], -1), reduction="batchmean"),
+    "kl_div sum, teacher's log-probabilities": lambda out, y: F.kl_div(
+        F.log_softmax(out[0], -1), F.log_softmax(out[1], -1), reduction="sum", log_target=True),
+    "bce_with_logits mean, teacher's probabilities, pos_weight": lambda out, y: F.binary_cross_entropy_with_logits(
+        out[0], torch.sigmoid(out[1]), pos_weight=y[0] + 0.5),
+    "mse_loss mean, teacher's outputs": lambda out, y: F.mse_loss(out[0], out[1]),
+}
+
+
+@pytest.mark.parametrize("loss_fn", list(TRAINED_TARGETS.values()), ids=list(TRAINED_TARGETS))
+def test_a_trained_target_gets_its_gradient(loss_fn):
+    """Distillation with a teacher that trains too: every parameter PyTorch trains is trained by the step, as
+    PyTorch trains it (the lossops ops' backward is the input's only, so these calls stay PyTorch's own loss
+    in the step)."""
+    torch.manual_seed(0)
+    model = _TeacherAndStudent()
+    batches = [((torch.randn(6, 4),), ((torch.rand(6, 3) < 0.5).float(),)) for _ in range(3)]
+    step = _export(model, loss_fn, batches[0], SGD(lr=0.5))
+    probe = copy.deepcopy(model)
+    loss_fn(probe(*batches[0][0]), *batches[0][1]).backward()
+    assert sorted(step.trained) == sorted(n for n, p in probe.named_parameters() if p.grad is not None)
+    assert {"teacher.weight", "teacher.bias"} <= set(step.trained)
+    session, reference = TrainingSession(step), copy.deepcopy(model)
+    assert _follow(session, reference, SGD(lr=0.5).torch(reference.parameters()), loss_fn, batches) < 1e-5
+    assert _state_difference(session, reference) < 1e-5
+
+
+def test_a_step_that_leaves_a_parameter_untrained_is_refused(monkeypatch):
+    """The check against PyTorch compares the parameters the step trains, and refuses a step that computes no
+    gradient for one PyTorch trains (as the export did for a teacher's target before the losses that need
+    one stayed PyTorch's own): made here by routing them to the lossops op and its input-only backward."""
+    from lossops.converters import torch_ops
+    from lossops.converters.training import StepCheckError
+
+    monkeypatch.setattr(torch_ops, "_other_gradient", lambda bound: False)
+    monkeypatch.setattr(torch_ops, "_input_gradient_only", lambda ctx, op, names: None)
+    torch.manual_seed(0)
+    loss_fn = TRAINED_TARGETS["kl_div batchmean, teacher's probabilities"]
+    with pytest.raises(StepCheckError, match=r"gives teacher\.weight, teacher\.bias a gradient .* computes none"):
+        _export(_TeacherAndStudent(), loss_fn, ((torch.randn(6, 4),), (torch.zeros(6, 3),)), SGD(lr=0.5))
+
+
+def test_the_lossops_ops_refuse_a_gradient_they_do_not_compute():
+    """Called directly, a lossops custom op whose target needs a gradient says so when the backward runs,
+    naming the op and the input, instead of leaving that gradient out."""
+    from lossops.converters import torch_ops  # noqa: F401 - defines torch.ops.lossops.*
+
+    x, t = torch.randn(4, 3, requires_grad=True), torch.rand(4, 3, requires_grad=True)
+    loss = torch.ops.lossops.kl_div(F.log_softmax(x, -1), t, 1, False)
+    with pytest.raises(NotImplementedError, match=r"lossops::kl_div: .* gradient of `target` is needed"):
+        loss.backward()
+    loss = torch.ops.lossops.binary_cross_entropy_with_logits(x, t, None, None, 1)
+    with pytest.raises(NotImplementedError, match=r"binary_cross_entropy_with_logits: .* of `target` is needed"):
+        loss.backward()
