@@ -1,0 +1,1 @@
+Bgrad_outputJ­¿«¿g¿Ý>t¿I?&?î¿µ¿ð½t¿

@@ -1,0 +1,1 @@
+Bgrad_outputJ,­¿«¿3cg¿	jÝ>ßHt¿edI?D&?U_î¿´¿Ëð½HTt¿

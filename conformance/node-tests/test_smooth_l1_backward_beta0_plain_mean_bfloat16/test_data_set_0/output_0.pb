@@ -1,0 +1,1 @@
+BoutputJ(v½v½v=v½v=v=v½v½v=v=v½v=v=v½v=v=v=v½v½v=

@@ -1,0 +1,2 @@
+
+BoutputJ(É¥fªf*fªf*O*i¤sžf*f*í¨f*‰(fª=$i&f*fªï¦f*

@@ -1,0 +1,74 @@
+"""SmoothL1LossBackward: its oracle (autograd of F.smooth_l1_loss), specs and bench baseline."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ...opset.spec import REDUCTIONS
+from ..specs import Spec, grad, rng
+from . import tensor, torch_and_functional
+from .smooth_l1_loss import BETAS, extremes
+
+OP = "SmoothL1LossBackward"
+
+
+def oracle(grad_output, input, target, *, reduction, beta):
+    torch, F = torch_and_functional()
+    x = tensor(input).requires_grad_(True)
+    y, g = tensor(target), tensor(grad_output)
+    with warnings.catch_warnings():  # torch warns when target's size differs from input's: tested on purpose
+        warnings.simplefilter("ignore", UserWarning)
+        loss = F.smooth_l1_loss(x, y, reduction=reduction, beta=float(np.float32(beta)))
+    (grad_input,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
+    return grad_input.numpy()
+
+
+def term_magnitude(inputs: list, attrs: dict) -> np.ndarray:
+    """The sum of |slope * g| over the axes summed back to input's shape (|slope| <= 1): terms of either sign
+    that cancel there leave a result much smaller than them, with their rounding."""
+    g, x, y = (np.asarray(a, np.float64) for a in inputs)
+    shape = np.broadcast_shapes(x.shape, y.shape)
+    terms = np.broadcast_to(np.abs(g), shape)
+    if attrs["reduction"] == "mean":
+        terms = terms / max(int(np.prod(shape)), 1)
+    extra = len(shape) - x.ndim
+    terms = terms.sum(axis=tuple(range(extra))) if extra else terms
+    stretched = tuple(k for k, n in enumerate(x.shape) if n == 1 and terms.shape[k] != 1)
+    return terms.sum(axis=stretched, keepdims=True) if stretched else terms
+
+
+def eager(t: dict, reduction: str):
+    """aten's own backward kernel, as PyTorch's autograd calls it."""
+    torch, _ = torch_and_functional()
+    x, g, code = t["input"], t["grad_output"], REDUCTIONS.index(reduction)
+    return lambda: torch.ops.aten.smooth_l1_loss_backward(g.expand(x.shape), x, t["target"], code, 1.0)
+
+
+def specs() -> list[Spec]:
+    r = rng(18)
+    x, y = r.normal(size=(4, 5)), r.normal(size=(4, 5))
+    xe, ye = extremes()
+    specs = []
+    for red in ("none", "mean", "sum"):
+        a = {"reduction": red}
+        specs += [
+            Spec(f"smooth_l1_backward_plain_{red}", OP, [grad(red, (4, 5), r), x, y], a),
+            Spec(f"smooth_l1_backward_target_row_{red}", OP, [grad(red, (4, 5), r), x, y[:1]], a),
+            Spec(f"smooth_l1_backward_input_row_{red}", OP, [grad(red, (4, 5), r), x[:1], y], a, 4),
+            Spec(f"smooth_l1_backward_rank3_{red}", OP, [grad(red, (2, 3, 5), r), r.normal(size=(3, 1)),
+                                                         r.normal(size=(2, 3, 5))], a, 10),
+            Spec(f"smooth_l1_backward_rank0_{red}", OP, [np.array(0.75), np.array(1.5), np.array(-0.25)], a),
+            Spec(f"smooth_l1_backward_empty_{red}", OP, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
+            Spec(f"smooth_l1_backward_extremes_{red}", OP, [grad(red, xe.shape, r), xe, ye], a),
+        ]
+        for name, beta in BETAS.items():
+            specs += [
+                Spec(f"smooth_l1_backward_{name}_plain_{red}", OP, [grad(red, (4, 5), r), x, y], {**a, **beta}),
+                Spec(f"smooth_l1_backward_{name}_extremes_{red}", OP, [grad(red, xe.shape, r), xe, ye],
+                     {**a, **beta}),
+            ]
+    specs.append(Spec("smooth_l1_backward_scalar_grad_none", OP, [np.array(0.5), x, y], {"reduction": "none"}))
+    specs.append(Spec("smooth_l1_backward_default_reduction", OP, [np.array(1.0), x, y], {}))
+    return specs

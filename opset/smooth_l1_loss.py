@@ -1,0 +1,51 @@
+"""SmoothL1Loss: the smooth L1 (Huber-like) loss, the forward of SmoothL1LossBackward (aclnnSmoothL1Loss)."""
+
+from __future__ import annotations
+
+from .builder import Builder
+from .smooth_l1_loss_backward import DEFINITION as BACKWARD
+from .spec import BROADCAST, PRINCIPAL, Aclnn, Gradient, Input, OpDef
+
+DOC = """\
+The smooth L1 loss between `input` and `target`, over their broadcast shape, with `z = |input - target|`:
+
+    loss = 0.5 * z^2 / beta     where z < beta
+    loss = z - 0.5 * beta       elsewhere (all of it for beta = 0: the L1 loss)
+
+`mean` divides the sum by its number of elements (NaN for an empty one, as PyTorch), `sum` of an empty one is
+0. A NaN or infinite difference gives NaN or +inf, as PyTorch. `beta` is an ONNX FLOAT attribute: its float32
+value is used. Its gradient with respect to `input` is SmoothL1LossBackward. float16 and bfloat16 compute in
+float32.
+"""
+
+
+def decompose(b: Builder, input: str, target: str) -> str:
+    input, target = b.checked([input, target])
+    z = b.op("Abs", b.op("Sub", b.to_compute(input), b.to_compute(target)))
+    if "beta" in b.attrs and float(b.attrs["beta"]) == 0.0:  # known 0: no division by a constant 0 to fold
+        return b.reduce_loss(z, input)
+    beta, half = b.param("beta"), b.const(0.5)
+    # half of a known beta as a constant: CANN's graph mode claims no node of constants alone
+    half_beta = b.const(0.5 * float(b.attrs["beta"])) if "beta" in b.attrs else b.op("Mul", half, beta)
+    quadratic = b.op("Div", b.op("Mul", b.op("Mul", half, z), z), beta)
+    linear = b.op("Sub", z, half_beta)
+    return b.reduce_loss(b.op("Where", b.op("Less", z, beta), quadratic, linear), input)
+
+
+DEFINITION = OpDef(
+    name="SmoothL1Loss",
+    summary="Smooth L1 loss: quadratic below beta, linear above (the forward of SmoothL1LossBackward).",
+    doc=DOC,
+    inputs=(
+        Input("input", "Predictions, any rank.", shape=PRINCIPAL),
+        Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST),
+    ),
+    output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
+    attributes=BACKWARD.attributes,
+    decompose=decompose,
+    reduces=True,
+    torch=("aten::smooth_l1_loss",),
+    aclnn=Aclnn("aclnnSmoothL1Loss", ("self", "target"), {"910": True, "310P": True, "A2": True, "A3": True,
+                                                          "950": True}),
+    gradient=Gradient("SmoothL1LossBackward", ("grad_output", "input", "target")),
+)
