@@ -137,9 +137,9 @@ def test_pairwise_tile_sum_is_accurate_and_in_a_fixed_order():
     rng = np.random.default_rng(5)
     values = (rng.normal(size=engine.TILE) * 1e4).astype(np.float32)
     exact = float(sum(Fraction(float(v)) for v in values))
-    got = engine.tile_sum(values, values.size)
+    got = engine.tile_sum(values, 0, values.size)
     assert abs(got - exact) <= 10 * 2.0**-53 * float(np.abs(values.astype(np.float64)).sum())
-    assert got == engine.tile_sum(values.copy(), values.size)  # bit-identical when repeated
+    assert got == engine.tile_sum(values.copy(), 0, values.size)  # bit-identical when repeated
     parts = rng.normal(size=1000)
     assert engine.pairwise(parts.copy(), 1000) == engine.pairwise(parts.copy(), 1000)
     assert engine.pairwise(np.zeros(0), 0) == 0.0

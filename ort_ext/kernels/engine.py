@@ -434,11 +434,9 @@ def _scatter_add(w, a, lo, m, values, acc):
     k = 0
     while k < m:
         run = min(inner - index[last], m - k)
-        if step == 0:
-            total = 0.0
-            for t in range(run):
-                total += values[k + t]
-            acc[offset] += total
+        if step == 0:  # one output element's run of terms, summed as a reduction's tile: added one after
+            # another, equal terms (a saturated gradient's) drift by up to run / 2 roundings
+            acc[offset] += tile_sum(values, k, run)
         else:
             for t in range(run):
                 acc[offset + t * step] += values[k + t]
@@ -450,15 +448,15 @@ def _scatter_add(w, a, lo, m, values, acc):
 
 
 @numba.njit(error_model="numpy", nogil=True, fastmath={"reassoc"})
-def tile_sum(values, m):
-    """Sum of values[:m] in float64: each block of 128 with reassociation allowed, so LLVM sums it in vector
-    lanes (few terms each; written out as 8 scalar accumulators, the float32 loop stayed scalar: 0.36 against
-    0.12 ns per element), then the blocks pairwise. An error of O(log m) roundings, like numpy's sum."""
+def tile_sum(values, first, m):
+    """Sum of values[first:first + m] in float64: each block of 128 with reassociation allowed, so LLVM sums it
+    in vector lanes (few terms each; written out as 8 scalar accumulators, the float32 loop stayed scalar: 0.36
+    against 0.12 ns per element), then the blocks pairwise. An error of O(log m) roundings, like numpy's sum."""
     sums = view(stack(_BLOCK_SUMS_BYTES), _BLOCK_SUMS, np.float64)
     blocks = 0
-    for lo in range(0, m, 128):
+    for lo in range(first, first + m, 128):
         total = 0.0
-        for k in range(lo, min(m, lo + 128)):
+        for k in range(lo, min(first + m, lo + 128)):
             total += np.float64(values[k])
         sums[blocks] = total
         blocks += 1
@@ -546,9 +544,9 @@ def _task_for(op_name: str):
                 chunk = w[CHUNK]
                 partials = view(w[WORKSPACE] + w[PARTIALS], (w[NTILES] + chunk - 1) // chunk, np.float64)
                 if t % chunk == 0:
-                    partials[t // chunk] = tile_sum(result, m)
+                    partials[t // chunk] = tile_sum(result, 0, m)
                 else:
-                    partials[t // chunk] += tile_sum(result, m)
+                    partials[t // chunk] += tile_sum(result, 0, m)
             else:
                 _scatter_add(w, _operand(principal), lo, m, result, acc)
         if streams:
