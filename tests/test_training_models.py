@@ -331,6 +331,8 @@ TRAINED_TARGETS = {
         F.log_softmax(out[0], -1), F.log_softmax(out[1], -1), reduction="sum", log_target=True),
     "bce_with_logits mean, teacher's probabilities, pos_weight": lambda out, y: F.binary_cross_entropy_with_logits(
         out[0], torch.sigmoid(out[1]), pos_weight=y[0] + 0.5),
+    "binary_cross_entropy mean, teacher's probabilities, weight": lambda out, y: F.binary_cross_entropy(
+        torch.sigmoid(out[0]), torch.sigmoid(out[1]), weight=y + 0.5),
     "mse_loss mean, teacher's outputs": lambda out, y: F.mse_loss(out[0], out[1]),
     "smooth_l1_loss sum, teacher's outputs": lambda out, y: F.smooth_l1_loss(out[0], out[1], reduction="sum",
                                                                              beta=0.5),
