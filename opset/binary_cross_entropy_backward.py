@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .builder import Builder
-from .spec import POSITIVE, PRINCIPAL, PROBABILITY, Aclnn, Input, OpDef, reduction
+from .spec import GRAD_INPUT, POSITIVE, PRINCIPAL, PROBABILITY, Aclnn, Input, OpDef, reduction
 
 # The clamp of x * (1 - x): PyTorch's and the Ascend kernel's 1e-12, which PyTorch stores as a C float, so
 # in double it is float32(1e-12) = 9.99999996e-13 (measured: torch float64 results match this, not 1e-12).
@@ -43,7 +43,7 @@ DEFINITION = OpDef(
         Input("target", "Targets, broadcastable to `input`'s shape.", domain=PROBABILITY),
         Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True, domain=POSITIVE),
     ),
-    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    output=GRAD_INPUT,
     attributes=(reduction(),),
     decompose=decompose,
     output_shape="input",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .binary_cross_entropy_with_logits import DEFINITION as FORWARD
 from .builder import Builder
-from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Input, OpDef
+from .spec import EXACT, GRAD_INPUT, POSITIVE, PRINCIPAL, PROBABILITY, Input, OpDef
 
 DOC = """\
 Gradient of `binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)` with respect
@@ -48,7 +48,7 @@ DEFINITION = OpDef(
         Input("pos_weight", "Weight of positive examples, broadcastable to `input`'s shape.", optional=True,
               domain=POSITIVE),
     ),
-    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    output=GRAD_INPUT,
     attributes=FORWARD.attributes,
     decompose=decompose,
     output_shape="input",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .builder import Builder
 from .kl_div_backward import DEFINITION as BACKWARD
-from .spec import BROADCAST, LOG_PROBABILITY, PRINCIPAL, PROBABILITY, Gradient, Input, OpDef
+from .spec import BROADCAST, LOG_PROBABILITY, PRINCIPAL, PROBABILITY, REDUCED_OUTPUT, Gradient, Input, OpDef
 
 DOC = """\
 Kullback-Leibler divergence loss between log-probabilities `input` and `target`:
@@ -40,7 +40,7 @@ DEFINITION = OpDef(
         Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`.",
               shape=BROADCAST, domain=PROBABILITY),
     ),
-    output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
+    output=REDUCED_OUTPUT,
     attributes=BACKWARD.attributes,
     decompose=decompose,
     reduces=True,

@@ -3,7 +3,19 @@
 from __future__ import annotations
 
 from .builder import Builder
-from .spec import BROADCAST, LOG_PROBABILITY, PRINCIPAL, PROBABILITY, Aclnn, Attribute, Input, OpDef, reduction
+from .spec import (
+    BROADCAST,
+    GRAD_INPUT,
+    GRAD_OUTPUT,
+    LOG_PROBABILITY,
+    PRINCIPAL,
+    PROBABILITY,
+    Aclnn,
+    Attribute,
+    Input,
+    OpDef,
+    reduction,
+)
 from .sum_back import sum_to_shape_of
 
 DOC = """\
@@ -45,12 +57,12 @@ DEFINITION = OpDef(
     summary="Gradient of KL divergence with respect to the log-probabilities.",
     doc=DOC,
     inputs=(
-        Input("grad_output", "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`."),
+        GRAD_OUTPUT,
         Input("input", "Log-probabilities, any rank.", shape=PRINCIPAL, domain=LOG_PROBABILITY),
         Input("target", "Probabilities (or log-probabilities with `log_target`), broadcastable with `input`.",
               shape=BROADCAST, domain=PROBABILITY),
     ),
-    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    output=GRAD_INPUT,
     attributes=(
         reduction("batchmean"),
         Attribute("log_target", "1 when `target` holds log-probabilities, 0 (default) when probabilities.",

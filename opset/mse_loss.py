@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .builder import Builder
 from .mse_loss_backward import DEFINITION as BACKWARD
-from .spec import BROADCAST, PRINCIPAL, Aclnn, Gradient, Input, OpDef
+from .spec import PREDICTIONS, REDUCED_OUTPUT, TARGETS, Aclnn, Gradient, OpDef
 
 DOC = """\
 The squared error between `input` and `target`, over their broadcast shape:
@@ -29,10 +29,10 @@ DEFINITION = OpDef(
     summary="Mean squared error loss (the forward of MseLossBackward).",
     doc=DOC,
     inputs=(
-        Input("input", "Predictions, any rank.", shape=PRINCIPAL),
-        Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST),
+        PREDICTIONS,
+        TARGETS,
     ),
-    output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
+    output=REDUCED_OUTPUT,
     attributes=BACKWARD.attributes,
     decompose=decompose,
     reduces=True,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .builder import Builder
-from .spec import BROADCAST, PRINCIPAL, Aclnn, Input, OpDef, reduction
+from .spec import GRAD_INPUT, GRAD_OUTPUT, PREDICTIONS, TARGETS, Aclnn, OpDef, reduction
 from .sum_back import sum_to_shape_of
 
 DOC = """\
@@ -34,11 +34,11 @@ DEFINITION = OpDef(
     summary="Gradient of the mean squared error with respect to the input.",
     doc=DOC,
     inputs=(
-        Input("grad_output", "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`."),
-        Input("input", "Predictions, any rank.", shape=PRINCIPAL),
-        Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST),
+        GRAD_OUTPUT,
+        PREDICTIONS,
+        TARGETS,
     ),
-    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    output=GRAD_INPUT,
     attributes=(reduction(),),
     decompose=decompose,
     output_shape="input",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from .builder import Builder
 from .sigmoid_focal_loss import DEFINITION as FORWARD
 from .sigmoid_focal_loss import alpha_t, focal_terms
-from .spec import EXACT, POSITIVE, PRINCIPAL, PROBABILITY, Input, OpDef
+from .spec import EXACT, GRAD_INPUT, POSITIVE, PRINCIPAL, PROBABILITY, Input, OpDef
 
 DOC = """\
 Gradient of `sigmoid_focal_loss(input, target, weight, reduction, alpha, gamma)` with respect to `input`,
@@ -49,7 +49,7 @@ DEFINITION = OpDef(
         Input("target", "Targets in [0, 1]; exactly the shape of `input`.", shape=EXACT, domain=PROBABILITY),
         Input("weight", "Rescaling weight, broadcastable to `input`'s shape.", optional=True, domain=POSITIVE),
     ),
-    output=Input("grad_input", "Gradient with respect to `input`; `input`'s shape."),
+    output=GRAD_INPUT,
     attributes=FORWARD.attributes,
     decompose=decompose,
     output_shape="input",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .builder import Builder
 from .smooth_l1_loss_backward import DEFINITION as BACKWARD
-from .spec import BROADCAST, PRINCIPAL, Aclnn, Gradient, Input, OpDef
+from .spec import PREDICTIONS, REDUCED_OUTPUT, TARGETS, Aclnn, Gradient, OpDef
 
 DOC = """\
 The smooth L1 loss between `input` and `target`, over their broadcast shape, with `z = |input - target|`:
@@ -37,10 +37,10 @@ DEFINITION = OpDef(
     summary="Smooth L1 loss: quadratic below beta, linear above (the forward of SmoothL1LossBackward).",
     doc=DOC,
     inputs=(
-        Input("input", "Predictions, any rank.", shape=PRINCIPAL),
-        Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST),
+        PREDICTIONS,
+        TARGETS,
     ),
-    output=Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise."),
+    output=REDUCED_OUTPUT,
     attributes=BACKWARD.attributes,
     decompose=decompose,
     reduces=True,

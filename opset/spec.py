@@ -52,6 +52,15 @@ class Input:
     domain: str = REAL
 
 
+# inputs and outputs that several operators' records describe alike
+PREDICTIONS = Input("input", "Predictions, any rank.", shape=PRINCIPAL)
+TARGETS = Input("target", "Targets, broadcastable with `input`.", shape=BROADCAST)
+GRAD_OUTPUT = Input("grad_output",
+                    "Gradient of the loss; broadcastable to the broadcast shape of `input` and `target`.")
+REDUCED_OUTPUT = Input("output", "The broadcast shape of `input` and `target` for `none`; a scalar otherwise.")
+GRAD_INPUT = Input("grad_input", "Gradient with respect to `input`; `input`'s shape.")
+
+
 @dataclass(frozen=True)
 class Attribute:
     """A node attribute: an enum (`allowed`: its values; the decomposition is specialised to each) or a number
