@@ -13,7 +13,8 @@ from ..opset.spec import LOG_PROBABILITY, POSITIVE, PROBABILITY
 class Spec:
     """One lossops node: operator, float64 inputs (None: optional input absent), attributes. Its cases are
     named `test_<id>_<dtype>`: the id is written out in full where it is made, so a case name found in a report
-    can be grepped in the sources."""
+    can be grepped in the sources (the shapes shared by pointwise losses: `<prefix>_<form>_<reduction>`,
+    pointwise_forms below)."""
 
     id: str
     op: str
@@ -40,3 +41,35 @@ def draw(r: np.random.Generator, domain: str, shape: tuple[int, ...] | int) -> n
     if domain == LOG_PROBABILITY:
         return np.log(r.uniform(0.01, 1.0, shape))
     return r.normal(scale=3, size=shape)
+
+
+def pointwise_forms(prefix: str, op: str, r: np.random.Generator, x: np.ndarray, y: np.ndarray, attrs: dict,
+                    summed: int) -> list[Spec]:
+    """The shapes every pointwise loss of `input` and `target` (4 x 5 `x` and `y`) is held to: equal shapes,
+    either one as a broadcast row, rank 3 against a rank-2 target, rank 0 and empty. `summed`: the elements a
+    reduction sums for 4 x 5 (0 for `none`)."""
+    return [
+        Spec(f"{prefix}_plain_{attrs['reduction']}", op, [x, y], attrs, summed),
+        Spec(f"{prefix}_target_row_{attrs['reduction']}", op, [x, y[:1]], attrs, summed),
+        Spec(f"{prefix}_input_row_{attrs['reduction']}", op, [x[:1], y], attrs, summed),
+        Spec(f"{prefix}_rank3_{attrs['reduction']}", op, [r.normal(size=(2, 3, 5)), r.normal(size=(3, 1))], attrs,
+             summed * 3 // 2),
+        Spec(f"{prefix}_rank0_{attrs['reduction']}", op, [np.array(1.5), np.array(-0.25)], attrs),
+        Spec(f"{prefix}_empty_{attrs['reduction']}", op, [np.zeros((0, 5)), np.zeros((0, 5))], attrs),
+    ]
+
+
+def pointwise_backward_forms(prefix: str, op: str, r: np.random.Generator, x: np.ndarray, y: np.ndarray,
+                             attrs: dict) -> list[Spec]:
+    """pointwise_forms for the gradient of such a loss with respect to `input` (grad_output first: a scalar
+    for a reduced loss); `summed`: the elements summed back to a broadcast `input`."""
+    red = attrs["reduction"]
+    return [
+        Spec(f"{prefix}_plain_{red}", op, [grad(red, (4, 5), r), x, y], attrs),
+        Spec(f"{prefix}_target_row_{red}", op, [grad(red, (4, 5), r), x, y[:1]], attrs),
+        Spec(f"{prefix}_input_row_{red}", op, [grad(red, (4, 5), r), x[:1], y], attrs, 4),
+        Spec(f"{prefix}_rank3_{red}", op, [grad(red, (2, 3, 5), r), r.normal(size=(3, 1)), r.normal(size=(2, 3, 5))],
+             attrs, 10),
+        Spec(f"{prefix}_rank0_{red}", op, [np.array(0.75), np.array(1.5), np.array(-0.25)], attrs),
+        Spec(f"{prefix}_empty_{red}", op, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], attrs),
+    ]

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..specs import Spec, rng
+from ..specs import Spec, pointwise_forms, rng
 from . import result, tensor, torch_and_functional
 
 OP = "MseLoss"
@@ -30,18 +30,9 @@ def specs() -> list[Spec]:
     specs = []
     for red in ("none", "mean", "sum"):
         a = {"reduction": red}
-        s = 20 if red != "none" else 0
-        specs += [
-            Spec(f"mse_plain_{red}", OP, [x, y], a, s),
-            Spec(f"mse_target_row_{red}", OP, [x, y[:1]], a, s),
-            Spec(f"mse_input_row_{red}", OP, [x[:1], y], a, s),
-            Spec(f"mse_rank3_{red}", OP, [r.normal(size=(2, 3, 5)), r.normal(size=(3, 1))], a,
-                 30 if red != "none" else 0),
-            Spec(f"mse_rank0_{red}", OP, [np.array(1.5), np.array(-0.25)], a),
-            Spec(f"mse_empty_{red}", OP, [np.zeros((0, 5)), np.zeros((0, 5))], a),
-            Spec(f"mse_extremes_{red}", OP, [np.array([np.inf, -np.inf, np.inf, 1e30, -3.0, 0.0, 2.0]),
-                                             np.array([1.0, 2.0, np.inf, -1e30, -3.0, 0.0, 2.0 + 2**-20])], a,
-                 7 if red != "none" else 0),
-        ]
+        specs += pointwise_forms("mse", OP, r, x, y, a, 20 if red != "none" else 0)
+        specs.append(Spec(f"mse_extremes_{red}", OP, [np.array([np.inf, -np.inf, np.inf, 1e30, -3.0, 0.0, 2.0]),
+                                                      np.array([1.0, 2.0, np.inf, -1e30, -3.0, 0.0, 2.0 + 2**-20])],
+                          a, 7 if red != "none" else 0))
     specs.append(Spec("mse_default_reduction", OP, [x, y], {}, 20))
     return specs

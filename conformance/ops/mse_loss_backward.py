@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ...opset.spec import REDUCTIONS
-from ..specs import Spec, grad, rng
+from ..specs import Spec, grad, pointwise_backward_forms, rng
 from . import tensor, torch_and_functional
 
 OP = "MseLossBackward"
@@ -37,18 +37,10 @@ def specs() -> list[Spec]:
     specs = []
     for red in ("none", "mean", "sum"):
         a = {"reduction": red}
-        specs += [
-            Spec(f"mse_backward_plain_{red}", OP, [grad(red, (4, 5), r), x, y], a),
-            Spec(f"mse_backward_target_row_{red}", OP, [grad(red, (4, 5), r), x, y[:1]], a),
-            Spec(f"mse_backward_input_row_{red}", OP, [grad(red, (4, 5), r), x[:1], y], a, 4),
-            Spec(f"mse_backward_rank3_{red}", OP, [grad(red, (2, 3, 5), r), r.normal(size=(3, 1)),
-                                                   r.normal(size=(2, 3, 5))], a, 10),
-            Spec(f"mse_backward_rank0_{red}", OP, [np.array(0.75), np.array(1.5), np.array(-0.25)], a),
-            Spec(f"mse_backward_empty_{red}", OP, [np.array(1.0), np.zeros((0, 5)), np.zeros((0, 5))], a),
-            Spec(f"mse_backward_extremes_{red}", OP,
-                 [grad(red, (6,), r), np.array([np.inf, -np.inf, 1e30, -3.0, 0.0, 2.0]),
-                  np.array([1.0, np.inf, -1e30, -3.0, 0.0, 2.0 + 2**-20])], a),
-        ]
+        specs += pointwise_backward_forms("mse_backward", OP, r, x, y, a)
+        specs.append(Spec(f"mse_backward_extremes_{red}", OP,
+                          [grad(red, (6,), r), np.array([np.inf, -np.inf, 1e30, -3.0, 0.0, 2.0]),
+                           np.array([1.0, np.inf, -1e30, -3.0, 0.0, 2.0 + 2**-20])], a))
     specs.append(Spec("mse_backward_scalar_grad_none", OP, [np.array(0.5), x, y], {"reduction": "none"}))
     specs.append(Spec("mse_backward_default_reduction", OP, [np.array(1.0), x, y], {}))
     return specs

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..specs import Spec, rng
+from ..specs import Spec, pointwise_forms, rng
 from . import result, tensor, torch_and_functional
 
 OP = "SmoothL1Loss"
@@ -43,16 +43,8 @@ def specs() -> list[Spec]:
     for red in ("none", "mean", "sum"):
         a = {"reduction": red}
         s = 20 if red != "none" else 0
-        specs += [
-            Spec(f"smooth_l1_plain_{red}", OP, [x, y], a, s),
-            Spec(f"smooth_l1_target_row_{red}", OP, [x, y[:1]], a, s),
-            Spec(f"smooth_l1_input_row_{red}", OP, [x[:1], y], a, s),
-            Spec(f"smooth_l1_rank3_{red}", OP, [r.normal(size=(2, 3, 5)), r.normal(size=(3, 1))], a,
-                 30 if red != "none" else 0),
-            Spec(f"smooth_l1_rank0_{red}", OP, [np.array(1.5), np.array(-0.25)], a),
-            Spec(f"smooth_l1_empty_{red}", OP, [np.zeros((0, 5)), np.zeros((0, 5))], a),
-            Spec(f"smooth_l1_extremes_{red}", OP, [xe, ye], a, xe.size if red != "none" else 0),
-        ]
+        specs += pointwise_forms("smooth_l1", OP, r, x, y, a, s)
+        specs.append(Spec(f"smooth_l1_extremes_{red}", OP, [xe, ye], a, xe.size if red != "none" else 0))
         for name, beta in BETAS.items():
             specs += [
                 Spec(f"smooth_l1_{name}_plain_{red}", OP, [x, y], {**a, **beta}, s),
