@@ -43,26 +43,29 @@ def draw(r: np.random.Generator, domain: str, shape: tuple[int, ...] | int) -> n
     return r.normal(scale=3, size=shape)
 
 
-def pointwise_forms(prefix: str, op: str, r: np.random.Generator, x: np.ndarray, y: np.ndarray, attrs: dict,
-                    summed: int) -> list[Spec]:
+def pointwise_forms(prefix: str, op: str, r: np.random.Generator, x: np.ndarray, y: np.ndarray,
+                    attrs: dict) -> list[Spec]:
     """The shapes every pointwise loss of `input` and `target` (4 x 5 `x` and `y`) is held to: equal shapes,
-    either one as a broadcast row, rank 3 against a rank-2 target, rank 0 and empty. `summed`: the elements a
-    reduction sums for 4 x 5 (0 for `none`)."""
+    either one as a broadcast row, rank 3 against a rank-2 target, rank 0 and empty."""
+    red = attrs["reduction"]
+
+    def summed(n: int) -> int:  # the elements a reduction sums
+        return n if red != "none" else 0
+
     return [
-        Spec(f"{prefix}_plain_{attrs['reduction']}", op, [x, y], attrs, summed),
-        Spec(f"{prefix}_target_row_{attrs['reduction']}", op, [x, y[:1]], attrs, summed),
-        Spec(f"{prefix}_input_row_{attrs['reduction']}", op, [x[:1], y], attrs, summed),
-        Spec(f"{prefix}_rank3_{attrs['reduction']}", op, [r.normal(size=(2, 3, 5)), r.normal(size=(3, 1))], attrs,
-             summed * 3 // 2),
-        Spec(f"{prefix}_rank0_{attrs['reduction']}", op, [np.array(1.5), np.array(-0.25)], attrs),
-        Spec(f"{prefix}_empty_{attrs['reduction']}", op, [np.zeros((0, 5)), np.zeros((0, 5))], attrs),
+        Spec(f"{prefix}_plain_{red}", op, [x, y], attrs, summed(20)),
+        Spec(f"{prefix}_target_row_{red}", op, [x, y[:1]], attrs, summed(20)),
+        Spec(f"{prefix}_input_row_{red}", op, [x[:1], y], attrs, summed(20)),
+        Spec(f"{prefix}_rank3_{red}", op, [r.normal(size=(2, 3, 5)), r.normal(size=(3, 1))], attrs, summed(30)),
+        Spec(f"{prefix}_rank0_{red}", op, [np.array(1.5), np.array(-0.25)], attrs),
+        Spec(f"{prefix}_empty_{red}", op, [np.zeros((0, 5)), np.zeros((0, 5))], attrs),
     ]
 
 
 def pointwise_backward_forms(prefix: str, op: str, r: np.random.Generator, x: np.ndarray, y: np.ndarray,
                              attrs: dict) -> list[Spec]:
     """pointwise_forms for the gradient of such a loss with respect to `input` (grad_output first: a scalar
-    for a reduced loss); `summed`: the elements summed back to a broadcast `input`."""
+    for a reduced loss; Spec.summed: the elements summed back to each element of a broadcast `input`)."""
     red = attrs["reduction"]
     return [
         Spec(f"{prefix}_plain_{red}", op, [grad(red, (4, 5), r), x, y], attrs),

@@ -43,7 +43,7 @@ def specs() -> list[Spec]:
     for red in ("none", "mean", "sum"):
         a = {"reduction": red}
         s = 20 if red != "none" else 0
-        specs += pointwise_forms("smooth_l1", OP, r, x, y, a, s)
+        specs += pointwise_forms("smooth_l1", OP, r, x, y, a)
         specs.append(Spec(f"smooth_l1_extremes_{red}", OP, [xe, ye], a, xe.size if red != "none" else 0))
         for name, beta in BETAS.items():
             specs += [
