@@ -30,7 +30,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str
     denominator = b.at_least(b.op("Mul", b.op("Sub", b.const(1.0), x), x), b.const(EPSILON))
     grad = b.times(b.op("Div", b.op("Mul", b.op("Sub", x, y), g), denominator), weight)  # PyTorch's order
     # every term has input's shape or fits it (guarded), so grad has input's shape
-    return b.mean_gradient(grad, input, x)
+    return b.reduced_gradient(grad, input, x)
 
 
 DEFINITION = OpDef(

@@ -33,7 +33,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str
         s = b.op("Add", one, b.unless_zero(p_minus_1, b.op("Mul", p_minus_1, y)))
     grad = b.op("Sub", b.op("Mul", s, sigmoid), p_y)
     grad = b.times(b.op("Mul", grad, g), weight)
-    return b.mean_gradient(grad, input, x)
+    return b.reduced_gradient(grad, input, x)
 
 
 DEFINITION = OpDef(

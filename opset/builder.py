@@ -265,11 +265,17 @@ class Builder(Nodes):
         return self.choose("reduction", {k: v for k, v in branches.items()
                                          if k in self.opdef.attribute("reduction").allowed})
 
-    def mean_gradient(self, grad: str, input: str, x: str) -> str:
-        """The gradient of a reduced loss: divided by the number of elements of `input` (`x`: input in the
-        compute type) for `mean`."""
-        return self.choose("reduction", {"none": lambda s: grad, "sum": lambda s: grad,
-                                         "mean": lambda s: s.divided_by_count(grad, x)})
+    def reduced_gradient(self, grad: str, input: str, over_full: str) -> str:
+        """The gradient of a reduced loss (`grad`, over F): divided for `mean` by the number of elements of F
+        (`over_full`: any tensor over F), for `batchmean` by `input`'s first dim, where the operator has it."""
+        branches = {
+            "none": lambda s: grad,
+            "sum": lambda s: grad,
+            "mean": lambda s: s.divided_by_count(grad, over_full),
+            "batchmean": lambda s: s.divided(grad, lambda: s.batch_size(input)),
+        }
+        return self.choose("reduction", {k: v for k, v in branches.items()
+                                         if k in self.opdef.attribute("reduction").allowed})
 
     # --- shape rules ---
 

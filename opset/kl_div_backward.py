@@ -43,13 +43,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     d = b.op("Neg", b.op("Mul", factor, g))
     if not b.is_full(shapes[1:]):  # over F: input may be the larger one
         d = b.op("Expand", d, b.full)
-    d = b.choose("reduction", {
-        "none": lambda s: d,
-        "sum": lambda s: d,
-        "mean": lambda s: s.divided_by_count(d, d),
-        "batchmean": lambda s: s.divided(d, lambda: s.batch_size(input)),
-    })
-    return sum_to_shape_of(b, d, input, shapes)
+    return sum_to_shape_of(b, b.reduced_gradient(d, input, d), input, shapes)
 
 
 DEFINITION = OpDef(

@@ -28,10 +28,7 @@ DEFINITION = OpDef(
     name="MseLoss",
     summary="Mean squared error loss (the forward of MseLossBackward).",
     doc=DOC,
-    inputs=(
-        PREDICTIONS,
-        TARGETS,
-    ),
+    inputs=(PREDICTIONS, TARGETS),
     output=REDUCED_OUTPUT,
     attributes=BACKWARD.attributes,
     decompose=decompose,

@@ -24,20 +24,14 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     grad_output, input, target = b.checked([grad_output, input, target])
     g, x, y = b.to_compute(grad_output), b.to_compute(input), b.to_compute(target)
     d = b.op("Mul", b.op("Mul", b.const(2.0), b.op("Sub", x, y)), g)  # over B: x and y span it, g fits it
-    d = b.choose("reduction", {"none": lambda s: d, "sum": lambda s: d,
-                               "mean": lambda s: s.divided_by_count(d, d)})
-    return sum_to_shape_of(b, d, input, shapes)
+    return sum_to_shape_of(b, b.reduced_gradient(d, input, d), input, shapes)
 
 
 DEFINITION = OpDef(
     name="MseLossBackward",
     summary="Gradient of the mean squared error with respect to the input.",
     doc=DOC,
-    inputs=(
-        GRAD_OUTPUT,
-        PREDICTIONS,
-        TARGETS,
-    ),
+    inputs=(GRAD_OUTPUT, PREDICTIONS, TARGETS),
     output=GRAD_INPUT,
     attributes=(reduction(),),
     decompose=decompose,

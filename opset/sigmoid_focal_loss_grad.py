@@ -36,7 +36,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str
     signed = b.op("Where", b.op("Greater", x, zero), bracket, b.op("Neg", bracket))
     grad = b.op("Mul", b.op("Mul", signed, b.op("Pow", q, b.param("gamma"))), alpha_t(b, y))
     grad = b.times(b.op("Mul", grad, g), weight)
-    return b.mean_gradient(grad, input, x)
+    return b.reduced_gradient(grad, input, x)
 
 
 DEFINITION = OpDef(

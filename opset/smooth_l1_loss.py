@@ -36,10 +36,7 @@ DEFINITION = OpDef(
     name="SmoothL1Loss",
     summary="Smooth L1 loss: quadratic below beta, linear above (the forward of SmoothL1LossBackward).",
     doc=DOC,
-    inputs=(
-        PREDICTIONS,
-        TARGETS,
-    ),
+    inputs=(PREDICTIONS, TARGETS),
     output=REDUCED_OUTPUT,
     attributes=BACKWARD.attributes,
     decompose=decompose,

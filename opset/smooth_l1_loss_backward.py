@@ -43,20 +43,14 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
         sign = b.op("Where", b.op("Greater", d, zero), one, b.op("Where", b.op("Less", d, zero), minus_one, zero))
         slope = sign if known == 0.0 else b.op("Where", b.op("Equal", beta, zero), sign, slope)
     grad = b.op("Mul", slope, b.to_compute(grad_output))  # g fits B
-    grad = b.choose("reduction", {"none": lambda s: grad, "sum": lambda s: grad,
-                                  "mean": lambda s: s.divided_by_count(grad, grad)})
-    return sum_to_shape_of(b, grad, input, shapes)
+    return sum_to_shape_of(b, b.reduced_gradient(grad, input, grad), input, shapes)
 
 
 DEFINITION = OpDef(
     name="SmoothL1LossBackward",
     summary="Gradient of the smooth L1 loss with respect to the input.",
     doc=DOC,
-    inputs=(
-        GRAD_OUTPUT,
-        PREDICTIONS,
-        TARGETS,
-    ),
+    inputs=(GRAD_OUTPUT, PREDICTIONS, TARGETS),
     output=GRAD_INPUT,
     attributes=(reduction(), BETA),
     decompose=decompose,
