@@ -97,6 +97,15 @@ def _doctor(args: argparse.Namespace) -> int:
     print("lossops kernels: " + (f"{machine_code.code().source} (CPU levels: "
                                  f"{', '.join(machine_code.cpu_levels()) or 'none'})" if not why
                                  else f"{why}: lossops nodes run as their decomposition"))
+    from .ort_ext import library
+
+    try:
+        path = library.library_path()
+        chosen = library.choice(path)
+        print(f"lossops native library (for register_custom_ops_library in any ONNX Runtime host): {path}, "
+              + (f"kernels {chosen}" if chosen in machine_code.LEVELS else f"no kernels: {chosen}"))
+    except RuntimeError as e:
+        print(f"lossops native library: {str(e).removeprefix('lossops: ')}")
     kit = cann.toolkit()
     for name, value in kit.env.items():
         print(f"{name}: {value or '(not set)'}")

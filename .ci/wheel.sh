@@ -30,8 +30,9 @@ import importlib.util, sys, zipfile
 names = zipfile.ZipFile(sys.argv[1]).namelist()
 libraries = sorted(n.removeprefix("lossops/ort_ext/prebuilt/") for n in names if n.endswith(".so"))
 print(f"wheel: {sys.argv[1].rsplit('/', 1)[-1]}, {len(names)} files; machine code: {', '.join(libraries)}")
-from lossops.ort_ext.machine_code import LEVELS  # the installed package's
-assert libraries == sorted(f"lossops_kernels-{level}.so" for level in LEVELS), libraries
+from lossops.ort_ext.library import FILE
+from lossops.ort_ext.machine_code import LEVELS, level_file  # the installed package's
+assert libraries == sorted([FILE] + [level_file(level) for level in LEVELS]), libraries
 assert "lossops/ort_ext/prebuilt/manifest.json" in names
 assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("llvmlite") is None, "numba installed"
 PY
@@ -84,6 +85,31 @@ start=$(date +%s%N)
 for i in 1 2 3 4; do (cd "$work" && mkdir -p "p$i" && cd "p$i" && "${lossops[@]}" demo --size 20000 --repeat 3 > out.txt 2>&1) & done
 wait
 echo "4 cold lossops demo processes started together: $(( ($(date +%s%N) - start) / 1000000 )) ms for all four"
+library=$("$work/env/bin/python" -c "from lossops.ort_ext import library_path; print(library_path())")
+cat > plain.py <<'PY'
+# plain onnxruntime with the wheel's native library, no lossops in the process (any ONNX Runtime host's way)
+import ctypes, sys
+import numpy as np, onnxruntime as ort
+from onnx import TensorProto, helper
+node = helper.make_node("MseLoss", ["input", "target"], ["output"], domain="lossops", reduction="sum")
+graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.DOUBLE, [1000])
+                                        for n in ("input", "target")],
+                          [helper.make_tensor_value_info("output", TensorProto.DOUBLE, [])])
+model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("lossops", 1)],
+                          ir_version=8)
+options = ort.SessionOptions()
+options.register_custom_ops_library(sys.argv[1])
+x, y = np.linspace(-3, 3, 1000), np.cos(np.arange(1000.0))
+got = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"]).run(
+    None, {"input": x, "target": y})[0]
+assert abs(got - ((x - y) ** 2).sum()) <= 1e-12 * ((x - y) ** 2).sum(), got
+assert not [m for m in sys.modules if m.startswith("lossops")]
+choice = ctypes.CDLL(sys.argv[1]).lossops_library_choice
+choice.restype = ctypes.c_char_p
+print(f"plain onnxruntime {ort.__version__} with {sys.argv[1].rsplit('/', 1)[-1]} ({choice().decode()} kernels): "
+      "MseLoss as numpy computes it")
+PY
+read_only "$work/env/bin/python" plain.py "$library"
 run demo --size 20000 --repeat 3
 run doctor
 run conformance --failures-only --backend kernels  # the wheel's own code: the checkout's tests run the other backends

@@ -96,6 +96,10 @@ class Attribute:
         high = "inf" if self.high is None else f"{self.high:g}"
         return f"a finite {self.kind.__name__} in [{low}, {high}]"
 
+    def type_expectation(self) -> str:
+        """What a value of another type is told, as the end of a sentence: "a str, one of 'none', ..."."""
+        return f"{'an' if self.kind is int else 'a'} {self.kind.__name__}, {self.expectation()}"
+
     def check(self, op: str, value: object) -> None:
         """Raise ValueError naming the operator and the attribute when value is not allowed."""
         if self.kind is float:  # any real but an integer (numpy's float32 too; an INT attribute is another type)
@@ -103,9 +107,8 @@ class Attribute:
         else:  # a FLOAT log_target of 1.0 must not read as 0
             right_type = isinstance(value, self.kind) and not isinstance(value, bool)
         if not right_type:
-            article = "an" if self.kind is int else "a"
             raise ValueError(f"{op}: attribute '{self.name}' is {value!r} ({type(value).__name__}); expected "
-                             f"{article} {self.kind.__name__}, {self.expectation()}")
+                             f"{self.type_expectation()}")
         if self.enum:
             ok = value in self.allowed
         else:

@@ -33,7 +33,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import machine_code
+from . import library, machine_code
 
 
 def _system_symbol(name: str) -> bool:
@@ -232,7 +232,7 @@ def link(level: str, work: Path, out: Path) -> None:
     if shutil.which(cc) is None:
         raise SystemExit(f"lossops aot: linking the kernels needs a C compiler ({cc!r} not found; set CC), "
                          "or build a pure wheel with LOSSOPS_AOT=0")
-    library = out / f"lossops_kernels-{level}.so"
+    library = out / machine_code.level_file(level)
     # -Bsymbolic: the operators' calls to lossops_plan bind to this library's planner at link time, never to
     # another library's of that name that the process loaded first (another level, another version)
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(library),
@@ -241,16 +241,18 @@ def link(level: str, work: Path, out: Path) -> None:
 
 
 def write_manifest(out: Path, levels: list[str]) -> None:
-    """What machine_code.py reads: the sources' stamp, each level's library, what each kernel reads."""
+    """What machine_code.py reads: the sources' stamp, each level's library, what each kernel reads; and the
+    native custom-op library's file, size and hash."""
     from .kernels.registry import KERNELS
 
-    def entry(level: str) -> dict:
-        data = (out / f"lossops_kernels-{level}.so").read_bytes()
-        return {"file": f"lossops_kernels-{level}.so", "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    def entry(file: str) -> dict:
+        data = (out / file).read_bytes()
+        return {"file": file, "size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
     manifest = {
         "stamp": machine_code.source_stamp(),
-        "levels": {level: entry(level) for level in levels},
+        "levels": {level: entry(machine_code.level_file(level)) for level in levels},
+        "library": entry(library.FILE),
         "ops": {op: {"reads": list(k.reads[:len(k.op.inputs)])} for op, k in KERNELS.items()},
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
@@ -289,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             list(parts.map(child, range(args.jobs)))
         for level in levels:
             link(level, work, args.out)
+        library.build(args.out, work)  # the native custom-op library, which loads them
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"lossops aot: {', '.join(levels)} in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)

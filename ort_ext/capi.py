@@ -16,6 +16,9 @@ import ctypes as C
 SLOTS = {
     "CreateStatus": 0,  # OrtStatus* (OrtErrorCode, const char*): copies the message
     "GetErrorMessage": 2,  # const char* (const OrtStatus*)
+    "CreateCustomOpDomain": 26,  # (const char* domain, OrtCustomOpDomain** out)
+    "CustomOpDomain_Add": 27,  # (OrtCustomOpDomain*, const OrtCustomOp*)
+    "AddCustomOpDomain": 28,  # (OrtSessionOptions*, OrtCustomOpDomain*)
     "GetTensorMutableData": 51,  # (OrtValue*, void** out)
     "GetTensorElementType": 60,  # (const OrtTensorTypeAndShapeInfo*, ONNXTensorElementDataType* out)
     "GetDimensionsCount": 61,  # (const OrtTensorTypeAndShapeInfo*, size_t* out)
@@ -34,6 +37,7 @@ SLOTS = {
     "KernelContext_ParallelFor": 274,
 }
 ORT_FAIL, ORT_INVALID_ARGUMENT = 1, 2  # OrtErrorCode
+API_VERSION = 17  # the OrtApi version asked for: the first with KernelContext_ParallelFor (ONNX Runtime 1.17)
 
 
 def slot_address(api: int, name: str) -> int:

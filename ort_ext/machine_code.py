@@ -46,6 +46,11 @@ LEVELS = {
 }
 
 
+def level_file(level: str) -> str:
+    """The file name of a level's library (ort_ext/aot.py writes it, the manifest names it)."""
+    return f"lossops_kernels-{level}.so"
+
+
 def llvm_features(level: str) -> str:
     """The LLVM feature string of a level: its own features and those of the levels below it."""
     names = list(LEVELS)

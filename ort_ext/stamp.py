@@ -11,8 +11,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1]  # the lossops package (the repository root in a checkout)
 # everything the machine code is made from: the kernels and their engine, the compiled ORT callbacks and the
 # OrtApi slots they call, how a library is built, the operator records (the numpy front end, kernels/__init__.py,
-# is Python that calls the code, not part of it)
-SOURCES = ("ort_ext/kernels/*.py", "ort_ext/compiled.py", "ort_ext/capi.py", "ort_ext/aot.py", "opset/*.py")
+# is Python that calls the code, not part of it), and the native custom-op library with its generator
+SOURCES = ("ort_ext/kernels/*.py", "ort_ext/compiled.py", "ort_ext/capi.py", "ort_ext/aot.py", "opset/*.py",
+           "ort_ext/custom_ops.c", "ort_ext/library.py")
 _NOT_COMPILED = ("ort_ext/kernels/__init__.py",)
 
 

@@ -1,0 +1,280 @@
+"""The native custom-op library (ort_ext/custom_ops.c with the tables ort_ext/library.py generates from the
+records) as any ONNX Runtime host uses it: plain onnxruntime's `register_custom_ops_library`, with no lossops,
+numba, torch or onnxruntime-extensions in the process. It computes every case of the conformance suite bit for
+bit as `lossops.ort_ext.InferenceSession` does, refuses bad attributes and inputs with the Python path's
+messages, chooses its level by the CPU's flags, and refuses a damaged install in one line.
+
+The library is built with the kernels (ort_ext/aot.py): CI copies the wheel's into the checkout, and a local run
+builds the host's level once (tests/machine_code_once.py). Without it the tests are skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import TensorProto, helper
+
+from lossops import opset
+from lossops.conformance import golden
+from lossops.conformance.cases import node_model
+from lossops.ort_ext import InferenceSession, library, machine_code
+
+_BUILT = (machine_code.LIBRARIES / library.FILE).is_file() and isinstance(
+    machine_code.manifest(), dict) and machine_code.manifest().get("stamp") == machine_code.source_stamp()
+pytestmark = pytest.mark.skipif(
+    not _BUILT, reason="no native library for these sources in ort_ext/prebuilt/ (CI copies the built wheel's "
+    "there; python -m lossops.ort_ext.aot ort_ext/prebuilt builds it)")
+
+# plain onnxruntime and onnx only: every case of the suite through the library, outputs saved as bytes
+_PLAIN = """
+    import glob, os, sys
+    import numpy as np, onnx, onnxruntime as ort
+    from onnx import numpy_helper
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(sys.argv[1])
+    options.intra_op_num_threads = 2
+    out = {}
+    for directory in sorted(glob.glob(os.path.join(sys.argv[2], "test_*"))):
+        model = onnx.load(os.path.join(directory, "model.onnx"))
+        session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        feeds = {}
+        for k, formal in enumerate(model.graph.input):
+            tensor = onnx.load_tensor(os.path.join(directory, "test_data_set_0", f"input_{k}.pb"))
+            a = numpy_helper.to_array(tensor)
+            if tensor.data_type == onnx.TensorProto.BFLOAT16:
+                value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.require(a, requirements="C").view(np.uint16),
+                                                                        tensor.data_type)
+            else:
+                value = ort.OrtValue.ortvalue_from_numpy(np.require(a, requirements="C"))
+            feeds[formal.name] = value
+        result = session.run_with_ort_values([session.get_outputs()[0].name], feeds)[0]
+        count = int(np.prod(result.shape(), dtype=np.int64))
+        itemsize = {"tensor(float)": 4, "tensor(double)": 8}.get(result.data_type(), 2)
+        import ctypes
+        raw = (ctypes.c_uint8 * (count * itemsize)).from_address(result.data_ptr()) if count else b""
+        out[os.path.basename(directory)] = np.frombuffer(bytes(raw), np.uint8)
+    loaded = sorted(m for m in sys.modules
+                    if m.split(".")[0] in ("lossops", "numba", "torch", "onnxruntime_extensions"))
+    assert not loaded, loaded
+    np.savez(sys.argv[3], **out)
+"""
+
+
+def _python(script: str, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != machine_code.ENV} | env_vars
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
+                          timeout=600, env=env, cwd="/")
+
+
+def _options(path: str | None = None) -> onnxruntime.SessionOptions:
+    options = onnxruntime.SessionOptions()
+    options.register_custom_ops_library(path or library.library_path())
+    return options
+
+
+def _plain(model, path: str | None = None) -> onnxruntime.InferenceSession:
+    return onnxruntime.InferenceSession(model.SerializeToString(), _options(path), providers=["CPUExecutionProvider"])
+
+
+def test_plain_onnxruntime_computes_every_case_as_the_lossops_session_does(tmp_path):
+    done = _python(_PLAIN, library.library_path(), str(golden.DATA_DIR), str(tmp_path / "out.npz"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stderr == ""
+    plain = dict(np.load(tmp_path / "out.npz"))
+    cases = golden.load_all()
+    assert sorted(plain) == sorted(g.name for g in cases)
+    assert {n.op_type for g in cases for n in g.model.graph.node if n.domain == opset.DOMAIN} == set(
+        machine_code.code().ops)
+    differ = []
+    for g in cases:
+        feeds = {i.name: a for i, a in zip(g.model.graph.input, g.inputs, strict=True)}
+        from lossops.ort_ext.session import run_with_bfloat16
+
+        ours = run_with_bfloat16(InferenceSession(g.model.SerializeToString()), None, feeds)[0]
+        if not np.array_equal(np.ascontiguousarray(ours).view(np.uint8).ravel(), plain[g.name]):
+            differ.append(g.name)
+    assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"
+
+
+def _bad_values(a) -> list:
+    """Values of an attribute the record refuses, as ONNX Runtime hands them over: one of its own kind (not
+    allowed, or out of range, or not finite) and one of another kind."""
+    if a.kind is str:
+        return ["mean2", "it's", 1, 0.5]
+    if a.kind is int:
+        return [max(a.allowed or (0,)) + 7, "1", 1.0]
+    out_of_range = [a.low - 0.1 if a.low is not None else None, a.high + 0.1 if a.high is not None else None]
+    return [v for v in out_of_range if v is not None] + [float("inf"), float("nan"), "0.5", 2]
+
+
+_CASES = [(op, a.name, v) for op in machine_code.code().ops for a in opset.get(op).attributes
+          for v in _bad_values(a)] if _BUILT else []
+
+
+@pytest.mark.parametrize(("op", "name", "value"), _CASES, ids=[f"{o}-{n}-{v!r}" for o, n, v in _CASES])
+def test_a_bad_attribute_is_refused_with_the_python_paths_message(op, name, value):
+    """Session creation fails, in the library and in lossops' own session, with the record's message (the value
+    as ONNX Runtime holds it: a FLOAT attribute is a float32)."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    model, _ = node_model(op, [x] * len(opset.get(op).inputs), "float32", {})
+    model.graph.node[0].attribute.append(helper.make_attribute(name, value))
+    held = float(np.float32(value)) if isinstance(value, float) else value
+    with pytest.raises(ValueError) as python_path:
+        opset.get(op).resolve({name: held})
+    with pytest.raises(Exception) as plain:
+        _plain(model)
+    with pytest.raises(Exception) as ours:
+        InferenceSession(model.SerializeToString())
+    assert str(python_path.value) in str(plain.value)
+    assert str(python_path.value).split(": ", 1)[1] in str(ours.value)  # which names the node too
+
+
+@pytest.mark.parametrize("value", [0.1, 1e-45, 1e-5, 1.5e-7, 3e-4, 123456.0, 1e16, 1.5e16, 2.0 ** 60, 3.4e38, 0.3333])
+def test_a_refused_float_reads_as_pythons_repr(value):
+    """The library writes a float attribute as Python's repr() of the float32 ONNX holds (shortest digits, its
+    notation), so its message is the Python path's for every magnitude."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    model, _ = node_model("SmoothL1Loss", [x, x], "float32", {})
+    model.graph.node[0].attribute.append(helper.make_attribute("beta", -value))  # beta must be >= 0
+    with pytest.raises(ValueError) as python_path:
+        opset.get("SmoothL1Loss").resolve({"beta": float(np.float32(-value))})
+    with pytest.raises(Exception) as plain:
+        _plain(model)
+    assert str(python_path.value) in str(plain.value)
+
+
+def test_the_library_chooses_the_level_the_python_package_chooses():
+    assert library.choice(library.library_path()) == machine_code.cpu_levels()[-1]
+    assert machine_code.code().source == f"prebuilt {machine_code.cpu_levels()[-1]}"
+
+
+def test_threads_registering_and_running_at_once_agree():
+    """Sessions of a server's threads: each registers the library on its own options and runs at once."""
+    import concurrent.futures
+
+    x = np.linspace(-4, 4, 100_001, dtype=np.float32)
+    model, feeds = node_model("SigmoidFocalLoss", [x, (x > 0).astype(np.float32)], "float32", {"reduction": "sum"})
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(lambda _: _plain(model).run(None, feeds)[0], range(16)))
+    expected = InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    assert all(r.tobytes() == expected.tobytes() for r in results)
+
+
+def test_a_bad_input_is_refused_with_the_kernels_message():
+    """Shapes that do not broadcast: the run raises what the Python path's kernels say, the process lives on."""
+    x = np.ones((3, 4), np.float32)
+    model, _ = node_model("MseLoss", [x, x], "float32", {"reduction": "none"})
+    for value in (model.graph.input[1], model.graph.output[0]):
+        value.type.tensor_type.ClearField("shape")  # unknown: only the run can tell
+    feeds = {"input": x, "target": np.ones((5,), np.float32)}
+    with pytest.raises(Exception) as plain:
+        _plain(model).run(None, feeds)
+    with pytest.raises(Exception) as ours:
+        InferenceSession(model.SerializeToString()).run(None, feeds)
+    message = str(ours.value).split("Status Message: ")[-1]
+    assert "MseLoss" in message and "'target' (5,)" in message
+    assert str(plain.value).endswith(message)
+
+
+def _model_text() -> str:
+    return textwrap.dedent("""
+        import sys, numpy as np, onnxruntime as ort
+        from onnx import helper, TensorProto
+        node = helper.make_node("MseLoss", ["input", "target"], ["output"], domain="lossops", reduction="sum")
+        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4])
+                                                for n in ("input", "target")],
+                                  [helper.make_tensor_value_info("output", TensorProto.FLOAT, [])])
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                        helper.make_opsetid("lossops", 1)], ir_version=8)
+        options = ort.SessionOptions()
+        try:
+            options.register_custom_ops_library(sys.argv[1])
+            session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+            x = np.arange(4, dtype=np.float32)
+            print(session.run(None, {"input": x, "target": x + 1})[0])
+        except Exception as e:
+            print("refused:", str(e).splitlines()[0])
+    """)
+
+
+def test_a_level_this_cpu_cannot_run_is_refused_in_one_line():
+    beyond = [level for level in machine_code.LEVELS if level not in machine_code.cpu_levels()]
+    if not beyond:
+        pytest.skip("this CPU runs every level, so none can be refused here")
+    done = _python(_model_text(), library.library_path(), LOSSOPS_KERNELS=beyond[0])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "4.0"  # chosen as without the override
+    assert done.stderr == (f"lossops: LOSSOPS_KERNELS={beyond[0]} refused: this CPU cannot run {beyond[0]} code; "
+                           "choosing as without it\n")
+
+
+def test_kernels_turned_off_register_nothing():
+    """LOSSOPS_KERNELS=none: as the Python package runs the decomposition, the library registers no kernel."""
+    done = _python(_model_text(), library.library_path(), LOSSOPS_KERNELS="none")
+    assert done.returncode == 0 and done.stderr == ""
+    assert done.stdout.startswith("refused:") and "MseLoss" in done.stdout
+
+
+@pytest.mark.parametrize("damage", ["truncated", "another level's file", "stale"])
+def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
+    """Every kernel library this CPU runs damaged: registration fails with one line, and the process lives on."""
+    copy = tmp_path / "prebuilt"
+    shutil.copytree(machine_code.LIBRARIES, copy)
+    runs = [level for level in machine_code.cpu_levels() if (copy / machine_code.level_file(level)).is_file()]
+    for level in runs:
+        path = copy / machine_code.level_file(level)
+        data = path.read_bytes()
+        if damage == "truncated":
+            path.write_bytes(data[:len(data) // 2])
+        elif damage == "another level's file":  # the same size, another level's name inside
+            path.write_bytes(data.replace(b"\0" + level.encode() + b"\0", b"\0" + b"x" * len(level) + b"\0"))
+        else:  # built from other sources: another stamp of the same length
+            stamp = machine_code.source_stamp().encode()
+            path.write_bytes(data.replace(stamp, stamp[::-1]))
+    done = _python(_model_text(), str(copy / library.FILE))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("refused: ") and "lossops: no kernel library here can be used: " in done.stdout
+    expected = {"truncated": "is damaged or replaced", "another level's file": "was built for",
+                "stale": "was built from other sources"}[damage]
+    assert expected in done.stdout
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == len(runs)
+
+
+def test_library_path_imports_neither_numba_nor_torch():
+    done = _python("""
+        import sys
+        from lossops.ort_ext import library_path
+        print(library_path())
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("numba", "torch", "llvmlite")))
+    """)
+    assert done.returncode == 0, done.stderr
+    path, loaded = done.stdout.splitlines()
+    assert Path(path) == machine_code.LIBRARIES / library.FILE and loaded == "[]"
+
+
+def test_an_install_without_the_library_says_so_in_one_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(library, "LIBRARIES", tmp_path)
+    with pytest.raises(RuntimeError, match=r"^lossops: this install has no native custom-op library") as e:
+        library.library_path()
+    assert "\n" not in str(e.value)
+
+
+def test_the_tables_come_from_the_records():
+    """Every operator with its inputs and attributes, and every OrtApi slot the library calls, is in the
+    generated header (so a new operator adds no C)."""
+    text = library.tables({})
+    for op in machine_code.code().ops:
+        record = opset.get(op)
+        assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes}}' in text
+        for a in record.attributes:
+            assert f'"{a.expectation()}"' in text.replace("\\'", "'")
+    assert "#define SLOT_CustomOpDomain_Add 27" in text
+    assert f"{{{TensorProto.BFLOAT16}, 2}}" in text and f"{{{TensorProto.DOUBLE}, 8}}" in text
