@@ -4,8 +4,9 @@ calls, the OrtCustomOp struct it fills, and C allocation (compiled code calls th
 No package on the registries ships onnxruntime_c_api.h (FACTS.md), so the slots are numbers. `OrtApi` is a
 table of function pointers that only grows at its end: a slot keeps its meaning in every later release.
 Sources: onnxruntime_c_api.h of ORT 1.17 (slots 0-274; KernelContext_ParallelFor is 274, PR #18980),
-cross-checked against an independent binding's byte offsets (slot * 8), and `self_check` runs a few of them
-on the live table at the first kernel a process creates.
+cross-checked against an independent binding's byte offsets (slot * 8) and against Debian's header of ORT 1.21
+(its OrtApi entries counted), and `self_check` runs a few of them on the live table at the first kernel a
+process creates.
 """
 
 from __future__ import annotations
@@ -35,6 +36,19 @@ SLOTS = {
     # (const OrtKernelContext*, void (*fn)(void* usr, size_t i), size_t total, size_t num_batch, void* usr):
     # fn(usr, i) for i in [0, total) on the session's intra-op threads (serially without a pool); since 1.17
     "KernelContext_ParallelFor": 274,
+}
+# The slots a C host calls to run a model (tests/c_host.c: lossops' library in a process without Python), from
+# the same header, counted the same way.
+HOST_SLOTS = {
+    "CreateEnv": 3,  # (OrtLoggingLevel, const char* logid, OrtEnv** out)
+    "CreateSession": 7,  # (const OrtEnv*, const char* model_path, const OrtSessionOptions*, OrtSession** out)
+    "Run": 9,  # (OrtSession*, const OrtRunOptions*, names, const OrtValue* const*, size_t, names, size_t, OrtValue**)
+    "CreateSessionOptions": 10,  # (OrtSessionOptions** out)
+    "SetIntraOpNumThreads": 24,  # (OrtSessionOptions*, int)
+    "CreateTensorWithDataAsOrtValue": 49,  # (const OrtMemoryInfo*, void*, size_t, const int64_t*, size_t, type, out)
+    "GetTensorShapeElementCount": 64,  # (const OrtTensorTypeAndShapeInfo*, size_t* out)
+    "CreateCpuMemoryInfo": 69,  # (OrtAllocatorType, OrtMemType, OrtMemoryInfo** out)
+    "RegisterCustomOpsLibrary_V2": 228,  # (OrtSessionOptions*, const char* library_path); since 1.14
 }
 ORT_FAIL, ORT_INVALID_ARGUMENT = 1, 2  # OrtErrorCode
 API_VERSION = 17  # the OrtApi version asked for: the first with KernelContext_ParallelFor (ONNX Runtime 1.17)

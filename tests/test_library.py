@@ -1,8 +1,9 @@
 """The native custom-op library (ort_ext/custom_ops.c with the tables ort_ext/library.py generates from the
 records) as any ONNX Runtime host uses it: plain onnxruntime's `register_custom_ops_library`, with no lossops,
-numba, torch or onnxruntime-extensions in the process. It computes every case of the conformance suite bit for
-bit as `lossops.ort_ext.InferenceSession` does, refuses bad attributes and inputs with the Python path's
-messages, chooses its level by the CPU's flags, and refuses a damaged install in one line.
+numba, torch or onnxruntime-extensions in the process, and a host written in C (tests/c_host.c) on ONNX
+Runtime's C API, with no Python at all. It computes every case of the conformance suite bit for bit as
+`lossops.ort_ext.InferenceSession` does, refuses bad attributes and inputs with the Python path's messages,
+chooses its level by the CPU's flags, and refuses a damaged install in one line.
 
 The library is built with the kernels (ort_ext/aot.py): CI copies the wheel's into the checkout, and a local run
 builds the host's level once (tests/machine_code_once.py). Without it the tests are skipped, saying so.
@@ -166,6 +167,49 @@ def test_threads_registering_and_running_at_once_agree():
         results = list(pool.map(lambda _: _plain(model).run(None, feeds)[0], range(16)))
     expected = InferenceSession(model.SerializeToString()).run(None, feeds)[0]
     assert all(r.tobytes() == expected.tobytes() for r in results)
+
+
+@pytest.fixture(scope="module")
+def c_host(tmp_path_factory) -> list[str]:
+    """tests/c_host.c compiled, with ONNX Runtime's own shared library (the onnxruntime wheel carries it)."""
+    from lossops.ort_ext import capi
+
+    found = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
+    if not found or shutil.which("cc") is None:
+        pytest.skip("no libonnxruntime.so in the onnxruntime package, or no C compiler, for a host written in C")
+    program = tmp_path_factory.mktemp("c_host") / "c_host"
+    slots = [f"-DSLOT_{name}={slot}" for name, slot in (capi.SLOTS | capi.HOST_SLOTS).items()]
+    subprocess.run(["cc", "-O1", "-Wall", "-Werror", *slots, "-o", str(program),
+                    str(Path(__file__).with_name("c_host.c")), "-ldl", "-lm"], check=True)
+    return [str(program), str(found[-1]), library.library_path()]
+
+
+@pytest.mark.parametrize(("reduction", "n"), [("none", 1000), ("sum", 300_001)])
+def test_a_host_written_in_c_runs_the_kernels(c_host, tmp_path, reduction, n):
+    """No Python in the process: ONNX Runtime's C API registers the library and runs the model on two threads
+    (above the engine's task threshold for `sum`); every element as lossops' session computes it, bit for bit."""
+    i = np.arange(n, dtype=np.float64)
+    x, y = (3.0 * np.sin(0.37 * i)).astype(np.float32), (0.5 + 0.5 * np.cos(0.11 * i)).astype(np.float32)
+    model, feeds = node_model("SigmoidFocalLoss", [x, y], "float32", {"reduction": reduction, "gamma": 1.5})
+    (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
+    done = subprocess.run([*c_host, str(tmp_path / "model.onnx"), str(n)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    printed = np.array(done.stdout.split(), dtype=np.float32)
+    expected = InferenceSession(model.SerializeToString()).run(None, feeds)[0]
+    assert printed.tobytes() == np.atleast_1d(expected).tobytes()
+
+
+def test_a_host_written_in_c_gets_the_attribute_message(c_host, tmp_path):
+    x = np.zeros(4, np.float32)
+    model, _ = node_model("SigmoidFocalLoss", [x, x], "float32", {})
+    model.graph.node[0].attribute.append(helper.make_attribute("alpha", 2.0))
+    (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
+    done = subprocess.run([*c_host, str(tmp_path / "model.onnx"), "4"], capture_output=True, text=True, timeout=120)
+    with pytest.raises(ValueError) as python_path:
+        opset.get("SigmoidFocalLoss").resolve({"alpha": 2.0})
+    assert done.returncode == 0 and done.stdout.startswith("error: ")
+    assert str(python_path.value) in done.stdout
 
 
 def test_a_bad_input_is_refused_with_the_kernels_message():
