@@ -59,6 +59,9 @@ struct lossops_op {
     const unsigned char *optional;
     int n_attributes;
     const struct lossops_attribute *attributes;
+    int n_foreign;
+    const char *const *foreign; /* the other operators' attribute names, sorted: the unknown ones it can see */
+    const char *names;          /* its attributes' names, as Python writes the list */
 };
 
 struct lossops_level {
@@ -368,6 +371,23 @@ static OrtStatus *create_kernel(const void *self, const void *api, const void *i
     if (!state) return status(api, "lossops: out of memory for a %s kernel", op->name);
     memset(state, 0, 8 * STATE_WORDS);
     double *params = (double *)(state + S_PARAMS);
+    /* KernelInfo cannot list a node's attributes: of the unknown ones, those another operator has are seen */
+    char unknown[1024] = "";
+    for (int k = 0; k < op->n_foreign; k++) {
+        struct lossops_attribute probe = {.name = op->foreign[k], .kind = 's'};
+        struct value v;
+        OrtStatus *failed = read_attribute(api, info, &probe, &v);
+        if (failed) {
+            free(state);
+            return failed;
+        }
+        if (v.kind) snprintf(unknown + strlen(unknown), sizeof unknown - strlen(unknown), "%s'%s'",
+                             unknown[0] ? ", " : "", op->foreign[k]);
+    }
+    if (unknown[0]) {
+        free(state);
+        return status(api, "%s: unknown attribute(s) [%s]; its attributes are %s", op->name, unknown, op->names);
+    }
     for (int k = 0; k < op->n_attributes; k++) {
         const struct lossops_attribute *a = &op->attributes[k];
         struct value v;

@@ -106,8 +106,12 @@ def tables(level_sizes: dict[str, int]) -> str:
     lines += [f"    {{{elem}, {dtype.itemsize}}}," for elem, dtype in layout.ELEMENT_TYPES.items()]
     lines.append("};")
     entries = []
+    everyone = sorted({a.name for name in KERNELS for a in OPS[name].attributes})
     for name in KERNELS:
         op = OPS[name]
+        own = [a.name for a in op.attributes]
+        foreign = [n for n in everyone if n not in own]
+        lines.append(f"static const char *const {name}_foreign[] = {{{', '.join(map(_c, foreign)) or 'NULL'}}};")
         attributes = []
         for a in op.attributes:
             arrays, entry = _attribute(op, a)
@@ -119,7 +123,7 @@ def tables(level_sizes: dict[str, int]) -> str:
         lines += [f"    {entry}," for entry in attributes]
         lines.append("};")
         entries.append(f"    {{{_c(name)}, {len(op.inputs)}, {name}_optional, {len(op.attributes)}, "
-                       f"{name}_attributes}},")
+                       f"{name}_attributes, {len(foreign)}, {name}_foreign, {_c(repr(own))}}},")
     lines += ["static const struct lossops_op OPS[] = {", *entries, "};"]
     return "\n".join(lines) + "\n"
 

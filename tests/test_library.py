@@ -138,6 +138,25 @@ def test_a_bad_attribute_is_refused_with_the_python_paths_message(op, name, valu
     assert str(python_path.value).split(": ", 1)[1] in str(ours.value)  # which names the node too
 
 
+_FOREIGN = [(op, name) for op in machine_code.code().ops for name in sorted(
+    {a.name for other in machine_code.code().ops for a in opset.get(other).attributes}
+    - {a.name for a in opset.get(op).attributes})] if _BUILT else []
+
+
+@pytest.mark.parametrize(("op", "name"), _FOREIGN, ids=[f"{o}-{n}" for o, n in _FOREIGN])
+def test_another_operators_attribute_is_refused_with_the_python_paths_message(op, name):
+    """ONNX Runtime's C API cannot list a node's attributes, so the library asks for the names it knows: those
+    of the other operators (an attribute on the wrong operator), refused as the Python path refuses them."""
+    x = np.linspace(-1, 1, 6, dtype=np.float32)
+    model, _ = node_model(op, [x] * len(opset.get(op).inputs), "float32", {})
+    model.graph.node[0].attribute.append(helper.make_attribute(name, 0.5))
+    with pytest.raises(ValueError) as python_path:
+        opset.get(op).resolve({name: 0.5})
+    with pytest.raises(Exception) as plain:
+        _plain(model)
+    assert str(python_path.value) in str(plain.value)
+
+
 @pytest.mark.parametrize("value", [0.1, 1e-45, 1e-5, 1.5e-7, 3e-4, 123456.0, 1e16, 1.5e16, 2.0 ** 60, 3.4e38, 0.3333])
 def test_a_refused_float_reads_as_pythons_repr(value):
     """The library writes a float attribute as Python's repr() of the float32 ONNX holds (shortest digits, its
@@ -317,7 +336,7 @@ def test_the_tables_come_from_the_records():
     text = library.tables({})
     for op in machine_code.code().ops:
         record = opset.get(op)
-        assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes}}' in text
+        assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes, ' in text
         for a in record.attributes:
             assert f'"{a.expectation()}"' in text.replace("\\'", "'")
     assert "#define SLOT_CustomOpDomain_Add 27" in text
