@@ -112,7 +112,7 @@ PY
 read_only "$work/env/bin/python" plain.py "$library"
 run demo --size 20000 --repeat 3
 run doctor
-run conformance --failures-only --backend kernels  # the wheel's own code: the checkout's tests run the other backends
+run conformance --failures-only --backend kernels --backend native  # the wheel's own code: the checkout's tests run the others
 run check lossops_demo.onnx
 run lower lossops_demo.onnx -o lowered.onnx
 run bench --quick

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
@@ -9,11 +10,25 @@ import onnxruntime
 from onnx import ModelProto
 
 from .. import opset
-from ..ort_ext import InferenceSession
+from ..ort_ext import InferenceSession, library, library_path
 from ..ort_ext.session import run_with_bfloat16
 from . import consumers
 
 Runner = Callable[[ModelProto, list[np.ndarray]], np.ndarray]
+
+
+@functools.cache
+def _native_options() -> onnxruntime.SessionOptions:
+    options = onnxruntime.SessionOptions()
+    options.register_custom_ops_library(library_path())
+    return options
+
+
+def native(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
+    """The native custom-op library in a plain onnxruntime: what C, C++, Java, C# and Triton hosts load."""
+    session = onnxruntime.InferenceSession(model.SerializeToString(), _native_options(),
+                                           providers=["CPUExecutionProvider"])
+    return run_with_bfloat16(session, None, _feeds(model, inputs))[0]
 
 
 def _feeds(model: ModelProto, inputs: list[np.ndarray]) -> dict[str, np.ndarray]:
@@ -60,7 +75,8 @@ def reference(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
         return ReferenceEvaluator(model, new_ops=REFERENCE_OPS).run(None, _feeds(model, inputs))[0]
 
 
-BACKENDS: dict[str, Runner] = {"kernels": kernels, "decomposition": decomposition, "lowered": lowered,
+BACKENDS: dict[str, Runner] = {"kernels": kernels, "native": native, "decomposition": decomposition,
+                               "lowered": lowered,
                                "cann-lowered": cann_lowered, "reference": reference,
                                **{name: consumers.runner(name) for name in consumers.CONSUMERS}}
 
@@ -76,6 +92,12 @@ def unavailable(name: str) -> str | None:
         from ..ort_ext.host import why_no_kernels
 
         return why_no_kernels() or None
+    if name == "native":  # the library, and kernels it can load here
+        try:
+            chosen = library.choice(library_path())
+        except RuntimeError as e:
+            return str(e).removeprefix("lossops: ")
+        return None if chosen in library.LEVELS else chosen.removeprefix("lossops: ")
     return consumers.unavailable(name) if name in consumers.CONSUMERS else None
 
 

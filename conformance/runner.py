@@ -16,7 +16,7 @@ from .golden import DATA_DIR, Golden, export, load_all
 from .tolerance import RTOL, compare
 
 # `lossops conformance` runs lossops' own forms by default (seconds each); --all adds every other consumer
-DEFAULT_BACKENDS = ["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
+DEFAULT_BACKENDS = ["kernels", "native", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
 ALL_BACKENDS = [*DEFAULT_BACKENDS[:-1], *CONSUMERS, "cann"]
 
 

@@ -29,6 +29,7 @@ __asm__(".symver dlopen, dlopen@GLIBC_2.2.5");
 __asm__(".symver dlsym, dlsym@GLIBC_2.2.5");
 __asm__(".symver dladdr, dladdr@GLIBC_2.2.5");
 __asm__(".symver dlerror, dlerror@GLIBC_2.2.5");
+__asm__(".symver dlclose, dlclose@GLIBC_2.2.5");
 #endif
 
 typedef void OrtStatus;
@@ -123,8 +124,8 @@ static void note(const char *format, ...) {
 /* How many of LEVELS (lowest first) this CPU runs: each adds flags to the one before. */
 static size_t cpu_levels(void) {
 #if defined(__x86_64__)
-    static char line[1 << 16];
-    char have[sizeof line + 2] = " ";
+    static char line[1 << 16], have[sizeof line + 2]; /* called once, under `lock` */
+    snprintf(have, sizeof have, " ");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return 0;
     while (fgets(line, sizeof line, f))
@@ -179,10 +180,15 @@ static int load(size_t k, char *why, size_t n) {
     if (!library) return snprintf(why, n, "the library for %s does not load (%s)", LEVELS[k].name, dlerror()), 1;
     const char *const *stamp = dlsym(library, "lossops_stamp"), *const *level = dlsym(library, "lossops_level");
     if (!stamp || !level || strcmp(*level, LEVELS[k].name) != 0)
-        return snprintf(why, n, "the library under %s's name was built for %s", LEVELS[k].name,
-                        level ? *level : "no level"), 1;
-    if (strcmp(*stamp, LOSSOPS_STAMP) != 0)
-        return snprintf(why, n, "the library for %s was built from other sources than this one", LEVELS[k].name), 1;
+        snprintf(why, n, "the library under %s's name was built for %s", LEVELS[k].name, level ? *level : "none");
+    else if (strcmp(*stamp, LOSSOPS_STAMP) != 0)
+        snprintf(why, n, "the library for %s was built from other sources than this one", LEVELS[k].name);
+    else
+        why[0] = '\0';
+    if (why[0]) { /* none of its code has run: it goes again */
+        dlclose(library);
+        return 1;
+    }
     kernels.trampoline = dlsym(library, "lossops_trampoline");
     kernels.level = NULL;
     for (size_t i = 0; i < N_OPS; i++) {
@@ -231,7 +237,11 @@ static void choose(void) {
     for (size_t k = runs; k-- > 0;) { /* the best level built first; a damaged one is said, and the next tried */
         if (LEVELS[k].size < 0) continue;
         if (!load(k, why, sizeof why)) return;
-        note("%s; trying the levels below it", why);
+        for (size_t below = 0; below < k; below++)
+            if (LEVELS[below].size >= 0) {
+                note("%s; trying the levels below it", why);
+                break;
+            }
     }
     snprintf(kernels.error, sizeof kernels.error, "lossops: no kernel library here can be used: %s", why);
 }

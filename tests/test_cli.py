@@ -156,7 +156,7 @@ def test_conformance_says_each_backend_as_it_finishes_and_what_finished_on_ctrl_
 
     from lossops.conformance.runner import DEFAULT_BACKENDS
 
-    assert DEFAULT_BACKENDS == ["kernels", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
+    assert DEFAULT_BACKENDS == ["kernels", "native", "decomposition", "lowered", "cann-lowered", "reference", "cann"]
     process = subprocess.Popen([sys.executable, "-m", "lossops", "conformance", "--backend", "reference",
                                 "--backend", "lowered", "--backend", "decomposition"],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=_sigint_default,

@@ -308,7 +308,23 @@ def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
     expected = {"truncated": "is damaged or replaced", "another level's file": "was built for",
                 "stale": "was built from other sources"}[damage]
     assert expected in done.stdout
-    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == len(runs)
+    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == len(runs) - 1  # each but the last
+
+
+def test_a_damaged_best_level_gives_way_to_the_one_below(tmp_path):
+    runs = [level for level in machine_code.cpu_levels()
+            if (machine_code.LIBRARIES / machine_code.level_file(level)).is_file()]
+    if len(runs) < 2:
+        pytest.skip(f"this install has one level this CPU runs ({runs}): the wheel has all four")
+    copy = tmp_path / "prebuilt"
+    shutil.copytree(machine_code.LIBRARIES, copy)
+    best = copy / machine_code.level_file(runs[-1])
+    best.write_bytes(best.read_bytes()[:1000])
+    done = _python(_model_text(), str(copy / library.FILE))
+    assert done.returncode == 0 and done.stdout.strip() == "4.0"
+    assert done.stderr == (f"lossops: the library for {runs[-1]} is damaged or replaced (1000 bytes; "
+                           f"{(machine_code.LIBRARIES / machine_code.level_file(runs[-1])).stat().st_size} were "
+                           "built); trying the levels below it\n")
 
 
 def test_library_path_imports_neither_numba_nor_torch():
