@@ -99,13 +99,10 @@ def _doctor(args: argparse.Namespace) -> int:
                                  else f"{why}: lossops nodes run as their decomposition"))
     from .ort_ext import library
 
-    try:
-        path = library.library_path()
-        chosen = library.choice(path)
-        print(f"lossops native library (for register_custom_ops_library in any ONNX Runtime host): {path}, "
-              + (f"kernels {chosen}" if chosen in machine_code.LEVELS else f"no kernels: {chosen}"))
-    except RuntimeError as e:
-        print(f"lossops native library: {str(e).removeprefix('lossops: ')}")
+    why = host.why_no_native_kernels()
+    path = "" if why else library.library_path()
+    print("lossops native library (for register_custom_ops_library in any ONNX Runtime host): "
+          + (why or f"{path}, kernels {library.choice(path)}"))
     kit = cann.toolkit()
     for name, value in kit.env.items():
         print(f"{name}: {value or '(not set)'}")

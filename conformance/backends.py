@@ -10,7 +10,7 @@ import onnxruntime
 from onnx import ModelProto
 
 from .. import opset
-from ..ort_ext import InferenceSession, library, library_path
+from ..ort_ext import InferenceSession, library_path
 from ..ort_ext.session import run_with_bfloat16
 from . import consumers
 
@@ -76,8 +76,7 @@ def reference(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
 
 
 BACKENDS: dict[str, Runner] = {"kernels": kernels, "native": native, "decomposition": decomposition,
-                               "lowered": lowered,
-                               "cann-lowered": cann_lowered, "reference": reference,
+                               "lowered": lowered, "cann-lowered": cann_lowered, "reference": reference,
                                **{name: consumers.runner(name) for name in consumers.CONSUMERS}}
 
 
@@ -92,12 +91,10 @@ def unavailable(name: str) -> str | None:
         from ..ort_ext.host import why_no_kernels
 
         return why_no_kernels() or None
-    if name == "native":  # the library, and kernels it can load here
-        try:
-            chosen = library.choice(library_path())
-        except RuntimeError as e:
-            return str(e).removeprefix("lossops: ")
-        return None if chosen in library.LEVELS else chosen.removeprefix("lossops: ")
+    if name == "native":
+        from ..ort_ext.host import why_no_native_kernels
+
+        return why_no_native_kernels() or None
     return consumers.unavailable(name) if name in consumers.CONSUMERS else None
 
 

@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 
 from ..opset import OPS
-from . import capi, machine_code
+from . import capi, library, machine_code
 from .kernels import layout
 from .kernels.layout import (
     S_API,
@@ -213,6 +213,16 @@ def why_no_kernels() -> str:
     if importlib.util.find_spec("onnxruntime_extensions") is None:
         return "onnxruntime-extensions is not installed"
     return machine_code.why_none() if machine_code.code() is None else ""
+
+
+def why_no_native_kernels() -> str:
+    """Why the native library (library.py) registers no kernel here ("" where it does): this install has none,
+    none of its kernel libraries can be used on this CPU, or LOSSOPS_KERNELS=none."""
+    try:
+        chosen = library.choice(library.library_path())
+    except RuntimeError as e:
+        return str(e).removeprefix("lossops: ")
+    return "" if chosen in machine_code.LEVELS else chosen.removeprefix("lossops: ")
 
 
 _MARK = "lossops.kernels_registered"  # a session config entry: travels with the options object
