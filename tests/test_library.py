@@ -27,6 +27,7 @@ from lossops import opset
 from lossops.conformance import golden
 from lossops.conformance.cases import node_model
 from lossops.ort_ext import InferenceSession, library, machine_code
+from lossops.ort_ext.session import run_with_bfloat16
 
 _BUILT = (machine_code.LIBRARIES / library.FILE).is_file() and isinstance(
     machine_code.manifest(), dict) and machine_code.manifest().get("stamp") == machine_code.source_stamp()
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.skipif(
 
 # plain onnxruntime and onnx only: every case of the suite through the library, outputs saved as bytes
 _PLAIN = """
-    import glob, os, sys
+    import ctypes, glob, os, sys
     import numpy as np, onnx, onnxruntime as ort
     from onnx import numpy_helper
     options = ort.SessionOptions()
@@ -50,16 +51,15 @@ _PLAIN = """
         for k, formal in enumerate(model.graph.input):
             tensor = onnx.load_tensor(os.path.join(directory, "test_data_set_0", f"input_{k}.pb"))
             a = numpy_helper.to_array(tensor)
+            a = np.require(a, requirements="C")  # keeps rank 0
             if tensor.data_type == onnx.TensorProto.BFLOAT16:
-                value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(np.require(a, requirements="C").view(np.uint16),
-                                                                        tensor.data_type)
+                value = ort.OrtValue.ortvalue_from_numpy_with_onnx_type(a.view(np.uint16), tensor.data_type)
             else:
-                value = ort.OrtValue.ortvalue_from_numpy(np.require(a, requirements="C"))
+                value = ort.OrtValue.ortvalue_from_numpy(a)
             feeds[formal.name] = value
         result = session.run_with_ort_values([session.get_outputs()[0].name], feeds)[0]
         count = int(np.prod(result.shape(), dtype=np.int64))
         itemsize = {"tensor(float)": 4, "tensor(double)": 8}.get(result.data_type(), 2)
-        import ctypes
         raw = (ctypes.c_uint8 * (count * itemsize)).from_address(result.data_ptr()) if count else b""
         out[os.path.basename(directory)] = np.frombuffer(bytes(raw), np.uint8)
     loaded = sorted(m for m in sys.modules
@@ -97,8 +97,6 @@ def test_plain_onnxruntime_computes_every_case_as_the_lossops_session_does(tmp_p
     differ = []
     for g in cases:
         feeds = {i.name: a for i, a in zip(g.model.graph.input, g.inputs, strict=True)}
-        from lossops.ort_ext.session import run_with_bfloat16
-
         ours = run_with_bfloat16(InferenceSession(g.model.SerializeToString()), None, feeds)[0]
         if not np.array_equal(np.ascontiguousarray(ours).view(np.uint8).ravel(), plain[g.name]):
             differ.append(g.name)
