@@ -43,6 +43,20 @@ def draw(r: np.random.Generator, domain: str, shape: tuple[int, ...] | int) -> n
     return r.normal(scale=3, size=shape)
 
 
+def summed_back(terms: np.ndarray, shape: tuple[int, ...], reduction: str) -> np.ndarray:
+    """The size of a pointwise backward's terms at each element of its `grad_input` (an input of `shape`):
+    |terms| over the broadcast shape, divided by its size for `mean`, summed over the axes that broadcasting
+    added to or stretched in the input (for an operator's `term_magnitude`: terms of either sign that cancel
+    there leave a result much smaller than them, with their rounding)."""
+    terms = np.abs(terms)
+    if reduction == "mean":
+        terms = terms / max(terms.size, 1)
+    extra = terms.ndim - len(shape)
+    terms = terms.sum(axis=tuple(range(extra))) if extra else terms
+    stretched = tuple(k for k, n in enumerate(shape) if n == 1 and terms.shape[k] != 1)
+    return terms.sum(axis=stretched, keepdims=True) if stretched else terms
+
+
 def pointwise_forms(prefix: str, op: str, r: np.random.Generator, x: np.ndarray, y: np.ndarray,
                     attrs: dict) -> list[Spec]:
     """The shapes every pointwise loss of `input` and `target` (4 x 5 `x` and `y`) is held to: equal shapes,

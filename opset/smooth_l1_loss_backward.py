@@ -33,14 +33,15 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     zero, one, minus_one = b.const(0.0), b.const(1.0), b.const(-1.0)
     known = float(b.attrs["beta"]) if "beta" in b.attrs else None
     if known != 0.0:
-        # strict comparisons (CANN's graph mode has no LessOrEqual/GreaterOrEqual): at d = +-beta, d / beta is
-        # exactly +-1, aten's value there, and a NaN d falls through to d / beta
+        # strict comparisons (CANN's graph mode has no LessOrEqual/GreaterOrEqual), Less alone (OpenVINO's CPU
+        # Greater is true where an operand is NaN): at d = +-beta, d / beta is exactly +-1, aten's value there,
+        # and a NaN d falls through to d / beta
         beta = b.param("beta")
         low = b.const(-known) if known is not None else b.op("Neg", beta)
         slope = b.op("Where", b.op("Less", d, low), minus_one,
-                     b.op("Where", b.op("Greater", d, beta), one, b.op("Div", d, beta)))
+                     b.op("Where", b.op("Less", beta, d), one, b.op("Div", d, beta)))
     if known is None or known == 0.0:
-        sign = b.op("Where", b.op("Greater", d, zero), one, b.op("Where", b.op("Less", d, zero), minus_one, zero))
+        sign = b.op("Where", b.op("Less", zero, d), one, b.op("Where", b.op("Less", d, zero), minus_one, zero))
         slope = sign if known == 0.0 else b.op("Where", b.op("Equal", beta, zero), sign, slope)
     grad = b.op("Mul", slope, b.to_compute(grad_output))  # g fits B
     return sum_to_shape_of(b, b.reduced_gradient(grad, input, grad), input, shapes)

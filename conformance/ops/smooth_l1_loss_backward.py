@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ...opset.spec import REDUCTIONS
-from ..specs import Spec, grad, pointwise_backward_forms, rng
+from ..specs import Spec, grad, pointwise_backward_forms, rng, summed_back
 from . import tensor, torch_and_functional
 from .smooth_l1_loss import BETAS, extremes
 
@@ -26,17 +26,9 @@ def oracle(grad_output, input, target, *, reduction, beta):
 
 
 def term_magnitude(inputs: list, attrs: dict) -> np.ndarray:
-    """The sum of |slope * g| over the axes summed back to input's shape (|slope| <= 1): terms of either sign
-    that cancel there leave a result much smaller than them, with their rounding."""
+    """|slope * g| <= |g|, summed back to input's shape, where terms of either sign cancel."""
     g, x, y = (np.asarray(a, np.float64) for a in inputs)
-    shape = np.broadcast_shapes(x.shape, y.shape)
-    terms = np.broadcast_to(np.abs(g), shape)
-    if attrs["reduction"] == "mean":
-        terms = terms / max(int(np.prod(shape)), 1)
-    extra = len(shape) - x.ndim
-    terms = terms.sum(axis=tuple(range(extra))) if extra else terms
-    stretched = tuple(k for k, n in enumerate(x.shape) if n == 1 and terms.shape[k] != 1)
-    return terms.sum(axis=stretched, keepdims=True) if stretched else terms
+    return summed_back(np.broadcast_to(g, np.broadcast_shapes(x.shape, y.shape)), x.shape, attrs["reduction"])
 
 
 def eager(t: dict, reduction: str):
