@@ -16,7 +16,9 @@ import torch.nn.functional as F
 from catalogue import Tied
 from torch import nn
 
+from lossops import opset
 from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
+from lossops.opset.spec import REAL
 from lossops.ort_ext import InferenceSession, TrainingSession
 
 logging.getLogger("torch").setLevel(logging.ERROR)
@@ -320,6 +322,33 @@ class _TeacherAndStudent(nn.Module):
 
     def forward(self, x):
         return self.student(x), self.teacher(x)
+
+
+# the forward operators of any `input` and `target` whose record names an aten loss: F's function of that name
+ATEN_LOSSES = {name: op.torch[0].removeprefix("aten::") for name, op in opset.OPS.items()
+               if op.gradient is not None and op.torch and op.torch[0].startswith("aten::")
+               and [(i.name, i.domain) for i in op.inputs] == [("input", REAL), ("target", REAL)]}
+
+
+@pytest.mark.parametrize("op", list(ATEN_LOSSES))
+def test_an_aten_loss_trains_as_its_lossops_nodes(op):
+    """A step exported from a module trained with the PyTorch loss an operator's record names holds that
+    operator and its backward as lossops nodes, and follows PyTorch (each reduction, over a few steps)."""
+    loss = getattr(F, ATEN_LOSSES[op])
+    for reduction in ("mean", "sum", "none"):
+        def loss_fn(out, y, reduction=reduction):
+            value = loss(out, y, reduction=reduction)
+            return value if reduction != "none" else value.mean()
+
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 3))
+        batches = [((torch.randn(6, 4),), (torch.where(torch.rand(6, 3) < 0.5, 1.0, -1.0),)) for _ in range(3)]
+        step = _export(model, loss_fn, batches[0], SGD(lr=0.05))
+        assert {n.op_type for n in step.model.graph.node if n.domain == opset.DOMAIN} == {
+            op, opset.get(op).gradient.backward}, reduction
+        session, reference = TrainingSession(step), copy.deepcopy(model)
+        assert _follow(session, reference, SGD(lr=0.05).torch(reference.parameters()), loss_fn, batches) < 1e-5
+        assert _state_difference(session, reference) < 1e-5
 
 
 # losses whose target comes from trained parameters: PyTorch gives those a gradient through it (it refuses one

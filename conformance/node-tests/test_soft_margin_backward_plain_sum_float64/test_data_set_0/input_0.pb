@@ -1,0 +1,1 @@
+Bgrad_outputJÆMý6Zå?
