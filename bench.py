@@ -189,24 +189,24 @@ def extra_memory(ops: list[str], n: int, threads: int) -> dict[str, float]:
     return out
 
 
-def roofline(rows: list[Row]) -> float:
+def roofline(rows: list[Row]) -> tuple[float, int]:
     """The run's memory bandwidth: the best STREAM pass timed at the largest size (STREAM reports its best
-    too). Every row's roofline is its bytes over this one figure, so the rows compare."""
-    largest = [r for r in rows if r.elements == max(r.elements for r in rows)]
-    bandwidth = max(r.bytes / r.stream_s for r in largest)
+    too), and that size. Every row's roofline is its bytes over this one figure, so the rows compare."""
+    elements = max(r.elements for r in rows)
+    bandwidth = max(r.bytes / r.stream_s for r in rows if r.elements == elements)
     for r in rows:
         r.roofline_s = r.bytes / bandwidth
-    return bandwidth
+    return bandwidth, elements
 
 
-def environment(threads: int, bandwidth: float) -> dict:
+def environment(threads: int, bandwidth: float, elements: int) -> dict:
     versions = {"numpy": np.__version__, "onnxruntime": onnxruntime.__version__}
     if available("torch"):
         import torch
 
         versions["torch"] = torch.__version__
     return {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "cpu": _cpu_model(), "threads": threads, "stream_GBps": bandwidth / 1e9,
+            "cpu": _cpu_model(), "threads": threads, "stream_GBps": bandwidth / 1e9, "stream_elements": elements,
             "versions": versions, "kernels": machine_code.code().source if machine_code.code() else "none"}
 
 
@@ -216,7 +216,7 @@ def _ms(seconds: float) -> str:
 
 def render(rows: list[Row], env: dict, fixed: dict[str, float], memory: dict[str, float]) -> str:
     lines = [f"lossops bench {env['date']}: {env['machine']}, {env['cpus']} cpus, {env['threads']} threads, "
-             f"memory bandwidth {env['stream_GBps']:.1f} GB/s (best STREAM pass); "
+             f"memory bandwidth {env['stream_GBps']:.1f} GB/s (best STREAM pass{_timed_at(env)}); "
              + ", ".join(f"{k} {v}" for k, v in env["versions"].items()),
              "medians of block medians, each runner in steady state; speed-up = other's time / kernels' time; "
              f"roofline = bytes moved / bandwidth; * = a runner's blocks differ by more than {SPREAD_MARK:g}x",
@@ -258,7 +258,15 @@ def _versus_torch(r: dict) -> str:
 def _heading(env: dict) -> str:
     machine = f"{env['machine']}, {env['cpu']}" if env.get("cpu") else env["machine"]
     return (f"`lossops bench`, {env['date']}, {machine}, {env['cpus']} CPUs ({env['threads']} threads), "
-            f"memory bandwidth {env['stream_GBps']:.1f} GB/s, kernels: {env.get('kernels', 'numba JIT')}")
+            f"memory bandwidth {env['stream_GBps']:.1f} GB/s{_timed_at(env)}, "
+            f"kernels: {env.get('kernels', 'numba JIT')}")
+
+
+def _timed_at(env: dict) -> str:
+    """Where the run's bandwidth was timed on fewer than 1e7 elements (--quick), at how many: a STREAM pass over
+    data in the caches, split over many threads, measures their start more than memory."""
+    elements = env.get("stream_elements", SUMMARY_SIZES[-1])
+    return f" at {elements:.0e} elements" if elements < SUMMARY_SIZES[-1] else ""
 
 
 def runs(data: dict) -> list[dict]:
@@ -447,7 +455,7 @@ def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: 
     sizes = [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
     fixed = fixed_cost(ops[0])  # first, before PyTorch's thread pool and the large tensors exist
     rows = run_bench(ops, sizes, ["float32", "float16"], ["none", "mean"], threads, blocks)
-    env = environment(threads, roofline(rows))
+    env = environment(threads, *roofline(rows))
     memory = extra_memory(ops, 10**7, threads)
     run = {"environment": env, "rows": [asdict(r) for r in rows], "fixed_cost_s": fixed,
            "extra_memory_in_outputs": memory}

@@ -207,6 +207,8 @@ def test_bench_update_measures_one_operator_beside_the_stored_runs(tmp_path):
     assert "| KlDiv | float32 | none | 1e+03 |" in page
     table = summary(json.loads(stored.read_text()))  # a --quick run has no 1e7 row: its cells say so
     assert "| KlDiv | " in table and "KlDiv: `lossops bench`, " in table
+    # and its bandwidth was timed on data in the caches: its heading alone says at which size
+    assert page.count("GB/s at 1e+05 elements, kernels: ") == 1
 
 
 def test_doctor_with_jit_asked_for_and_no_numba_is_one_line(tmp_path):
