@@ -58,3 +58,18 @@ def result(t):
     """An oracle's output: as numpy, or the tensor itself where autograd follows it (tests/test_training.py
     differentiates the forward operators' oracles)."""
     return t if t.requires_grad else t.numpy()
+
+
+def input_gradient(loss, grad_output, input, target, **attributes):
+    """The gradient of PyTorch's `loss(input, target, **attributes)` with respect to `input`, fed `grad_output`,
+    in float64: the oracle of a pointwise loss's backward."""
+    import warnings
+
+    import torch
+
+    x = tensor(input).requires_grad_(True)
+    with warnings.catch_warnings():  # torch warns when target's size differs from input's: tested on purpose
+        warnings.simplefilter("ignore", UserWarning)
+        value = loss(x, tensor(target), **attributes)
+    (grad_input,) = torch.autograd.grad(value, x, tensor(grad_output).expand(value.shape))
+    return grad_input.numpy()

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ...opset.spec import REDUCTIONS
 from ..specs import Spec, grad, pointwise_backward_forms, rng, summed_back
-from . import tensor, torch_and_functional
+from . import input_gradient, torch_and_functional
 from .smooth_l1_loss import BETAS, extremes
 
 OP = "SmoothL1LossBackward"
 
 
 def oracle(grad_output, input, target, *, reduction, beta):
-    torch, F = torch_and_functional()
-    x = tensor(input).requires_grad_(True)
-    y, g = tensor(target), tensor(grad_output)
-    with warnings.catch_warnings():  # torch warns when target's size differs from input's: tested on purpose
-        warnings.simplefilter("ignore", UserWarning)
-        loss = F.smooth_l1_loss(x, y, reduction=reduction, beta=float(np.float32(beta)))
-    (grad_input,) = torch.autograd.grad(loss, x, g.expand(loss.shape))
-    return grad_input.numpy()
+    _, F = torch_and_functional()
+    return input_gradient(F.smooth_l1_loss, grad_output, input, target, reduction=reduction,
+                          beta=float(np.float32(beta)))
 
 
 def term_magnitude(inputs: list, attrs: dict) -> np.ndarray:
