@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     conformance.set_defaults(fn=_conformance, own_interrupt=True)
 
     for verb, text in (("fuse", "replace the loss subgraphs PyTorch's exporters emit (BCE with logits, torchvision's "
-                                "focal loss, a reduced MSE) by lossops nodes"),
+                                "focal loss, a reduced MSE or L1) by lossops nodes"),
                        ("lower", "replace every lossops node by its standard-op decomposition")):
         sub = verbs.add_parser(verb, help=text, description=text[0].upper() + text[1:] + "; print what changed.")
         sub.add_argument("model", help="input .onnx model")

@@ -1,6 +1,6 @@
 """Fusion: the standard-op subgraphs that PyTorch's ONNX exporters emit for binary_cross_entropy_with_logits,
-for torchvision's sigmoid_focal_loss and for a reduced mse_loss become one lossops node, with onnxscript's
-pattern rewriter.
+for torchvision's sigmoid_focal_loss and for a reduced mse_loss or l1_loss become one lossops node, with
+onnxscript's pattern rewriter.
 
 Both exporters compute `log(sigmoid(x))`, which is -inf for logits below about -90 in float32 (PyTorch 2.13:
 loss inf at logit -200 where PyTorch gives 200); the fused node is finite and accurate there. Patterns
@@ -19,6 +19,8 @@ loss inf at logit -200 where PyTorch gives 200); the fused node is finite and ac
   TorchScript exporter computes `d` twice), its target already expanded to the input's shape where it
   broadcast. The fused node sums in float64. `none` is left alone: a squared difference is not
   necessarily a loss.
+- l1_loss with `mean` or `sum`, as the dynamo exporter decomposes it: `Abs(Sub(x, y))`, then
+  `Squeeze(ReduceMean(keepdims=1))` or `ReduceSum(keepdims=0)` (the TorchScript exporter has no l1_loss).
 """
 
 from __future__ import annotations
@@ -159,32 +161,40 @@ class _FocalLoss(pattern.RewriteRuleClassBase):
         return {"alpha": a, "gamma": g}
 
 
-class _MseLoss(pattern.RewriteRuleClassBase):
-    """A reduced mse_loss: the squared difference of x and y (`twice`: two Sub nodes, as the TorchScript exporter
-    writes it) reduced over every axis."""
+class _PointwiseLoss(pattern.RewriteRuleClassBase):
+    """A reduced mse_loss or l1_loss: the squared (`twice`: of two Sub nodes, as the TorchScript exporter writes
+    it) or absolute difference of x and y, reduced over every axis (`kept`: with keepdims=1, then squeezed, as
+    the dynamo exporter writes a mean it decomposed)."""
 
-    def __init__(self, reduction: str, twice: bool):
-        super().__init__(f"mse-loss{'-twice' if twice else ''}-{reduction}")
-        self.reduction, self.twice = reduction, twice
+    def __init__(self, op_type: str, reduction: str, twice: bool = False, kept: bool = False):
+        super().__init__(f"{op_type}{'-twice' if twice else ''}{'-kept' if kept else ''}-{reduction}")
+        self.op_type, self.reduction, self.twice, self.kept = op_type, reduction, twice, kept
 
     def pattern(self, op, x, y):
         d = op.Sub(x, y)
-        square = op.Mul(d, op.Sub(x, y) if self.twice else d)
+        core = op.Abs(d) if self.op_type == "L1Loss" else op.Mul(d, op.Sub(x, y) if self.twice else d)
         reduce = op.ReduceMean if self.reduction == "mean" else op.ReduceSum
-        return reduce(square, keepdims=0, _allow_other_attributes=True)
+        if self.kept:
+            return op.Squeeze(reduce(core, keepdims=1, _allow_other_attributes=True))
+        return reduce(core, keepdims=0, _allow_other_attributes=True)
 
     def check(self, context, x, y, **_) -> bool:
         reduce = next(n for n in context.nodes if n.op_type.startswith("Reduce"))
-        # over every axis: no axes (input or attribute), and no "empty axes mean none"
+        # over every axis: no axes (input or attribute), and no "empty axes mean none"; a Squeeze of every axis
         every_axis = ("axes" not in reduce.attributes and len(reduce.inputs) == 1
                       and not reduce.attributes.get_int("noop_with_empty_axes", 0))
+        squeeze = next((n for n in context.nodes if n.op_type == "Squeeze"), None)
+        every_axis = every_axis and (squeeze is None or (len(squeeze.inputs) == 1 and "axes" not in squeeze.attributes))
         return every_axis and _shapes_fit(x, y, None, None, 0)
 
     def rewrite(self, op, x, y, **_):
-        return op.MseLoss(x, y, reduction=self.reduction, _domain=opset.DOMAIN)
+        return getattr(op, self.op_type)(x, y, reduction=self.reduction, _domain=opset.DOMAIN)
 
 
-MSE_PASS = pattern.RewriteRuleSet([_MseLoss.rule(r, t) for r in ("mean", "sum") for t in (False, True)])
+POINTWISE_PASS = pattern.RewriteRuleSet(
+    [_PointwiseLoss.rule("MseLoss", r, twice=t, kept=k) for r in ("mean", "sum") for t in (False, True)
+     for k in (False, True)]
+    + [_PointwiseLoss.rule("L1Loss", r, kept=k) for r in ("mean", "sum") for k in (False, True)])
 
 
 def _scalar(value: ir.Value | None) -> float | None:
@@ -209,12 +219,13 @@ PASSES = [
 
 
 def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """(copy of `model` with every recognised BCE-with-logits, focal-loss and reduced MSE subgraph replaced by a
-    lossops node, report)."""
+    """(copy of `model` with every recognised BCE-with-logits, focal-loss, reduced MSE and L1 subgraph replaced by
+    a lossops node, report)."""
     before = _count(model)
     fused = model
-    # the focal loss contains the cross entropy's pattern: it goes first
-    for rules in [*FOCAL_PASSES, *PASSES, MSE_PASS]:  # each pass re-infers: the conditions read intermediate shapes
+    # the focal loss contains the cross entropy's pattern: it goes first; each pass re-infers shapes, which the
+    # conditions read
+    for rules in [*FOCAL_PASSES, *PASSES, POINTWISE_PASS]:
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
     added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
     report = [f"fused {node_label(n)} (reduction {_reduction(n)})" for n in added]

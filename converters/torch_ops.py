@@ -1,5 +1,6 @@
 """PyTorch custom operators for the losses whose backward has no aten operator (BCE with logits, KL
-divergence) or which have no aten operator at all (the focal loss), so that a joint forward/backward graph keeps
+divergence), that decompose before export (L1) or which have no aten operator at all (the focal loss), so that
+a joint forward/backward graph keeps
 them as single ops; and a TorchFunctionMode that routes torch.nn.functional's calls to them while a training step
 is traced. Their backward gives `input` its gradient, the one lossops has an operator for: a call that needs
 the gradient of another tensor (a trainable teacher's target) stays PyTorch's own function
@@ -100,9 +101,7 @@ def kl_div_backward(grad_output: Tensor, input: Tensor, target: Tensor, reductio
         d = d / d.numel()
     elif reduction == _BATCHMEAN and input.dim():
         d = d / input.shape[0]
-    lead = d.dim() - input.dim()
-    axes = list(range(lead)) + [lead + i for i, n in enumerate(input.shape) if n == 1 and d.shape[lead + i] != 1]
-    return (d.sum(axes, keepdim=True) if axes else d).reshape(input.shape).clone()
+    return _summed_to(d, input)
 
 
 @kl_div_backward.register_fake
@@ -122,6 +121,50 @@ def _kl_backward(ctx, grad):
 
 
 kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
+
+@torch.library.custom_op("lossops::l1_loss", mutates_args=())
+def l1_loss(input: Tensor, target: Tensor, reduction: int) -> Tensor:
+    return F.l1_loss(input, target, reduction=REDUCTIONS[reduction]).clone()
+
+
+@l1_loss.register_fake
+def _(input, target, reduction):
+    return input.new_empty(torch.broadcast_shapes(input.shape, target.shape) if reduction == _NONE else ())
+
+
+@torch.library.custom_op("lossops::l1_loss_backward", mutates_args=())
+def l1_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor:
+    d = (torch.sgn(input - target) * grad_output).expand(torch.broadcast_shapes(input.shape, target.shape))
+    if reduction == _MEAN:
+        d = d / d.numel()
+    return _summed_to(d, input)
+
+
+@l1_loss_backward.register_fake
+def _(grad_output, input, target, reduction):
+    return torch.empty_like(input)
+
+
+def _l1_setup(ctx, inputs, output):
+    ctx.save_for_backward(inputs[0], inputs[1])
+    ctx.reduction = inputs[2]
+
+
+def _l1_backward(ctx, grad):
+    _input_gradient_only(ctx, "l1_loss", ("input", "target"))
+    input, target = ctx.saved_tensors
+    return torch.ops.lossops.l1_loss_backward(grad, input, target, ctx.reduction), None, None
+
+
+l1_loss.register_autograd(_l1_backward, setup_context=_l1_setup)
+
+
+def _summed_to(d: Tensor, input: Tensor) -> Tensor:
+    """`d` over the broadcast shape summed over the axes broadcasting added to or stretched in `input`."""
+    lead = d.dim() - input.dim()
+    axes = list(range(lead)) + [lead + i for i, n in enumerate(input.shape) if n == 1 and d.shape[lead + i] != 1]
+    return (d.sum(axes, keepdim=True) if axes else d).reshape(input.shape).clone()
+
 
 def _focal_terms(input: Tensor, target: Tensor, alpha: float, gamma: float) -> tuple[Tensor, Tensor, Tensor]:
     """(alpha_t * (1 - p_t)**gamma, the cross entropy, 1 - p_t) of the focal loss, in forms that do not cancel."""
@@ -185,13 +228,13 @@ sigmoid_focal_loss.register_autograd(_focal_backward, setup_context=_focal_setup
 
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):
-    """While active, F.binary_cross_entropy_with_logits and F.kl_div run as the lossops custom ops, unless a
-    tensor other than `input` needs a gradient (their backward has none for it) or the call uses the
+    """While active, F.binary_cross_entropy_with_logits, F.kl_div and F.l1_loss run as the lossops custom ops,
+    unless a tensor other than `input` needs a gradient (their backward has none for it) or the call uses the
     deprecated size_average/reduce arguments: those stay PyTorch's own function."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func not in (F.binary_cross_entropy_with_logits, F.kl_div):
+        if func not in (F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss):
             return func(*args, **kwargs)
         bound = _bind(func, args, kwargs)
         if bound.get("size_average") is not None or bound.get("reduce") is not None or _other_gradient(bound):
@@ -200,6 +243,8 @@ class LossopsLosses(torch.overrides.TorchFunctionMode):
         if func is F.kl_div:
             return torch.ops.lossops.kl_div(bound["input"], bound["target"], reduction,
                                             bool(bound.get("log_target", False)))
+        if func is F.l1_loss:
+            return torch.ops.lossops.l1_loss(bound["input"], bound["target"], reduction)
         return torch.ops.lossops.binary_cross_entropy_with_logits(
             bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"), reduction)
 

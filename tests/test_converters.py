@@ -182,34 +182,39 @@ def test_fuse_torchvision_focal_loss(alpha, gamma, reduction):
     _close(_run(fused, args, plain=True), expected)
 
 
-@pytest.mark.parametrize(("exporter", "target_rows"), [("dynamo", 6), ("dynamo", 1), ("torchscript", 6)])
+@pytest.mark.parametrize(("loss", "exporter", "target_rows"),
+                         [("mse_loss", "dynamo", 6), ("mse_loss", "dynamo", 1), ("mse_loss", "torchscript", 6),
+                          ("l1_loss", "dynamo", 6), ("l1_loss", "dynamo", 1)])  # TorchScript exports no l1_loss
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
-def test_fuse_mse_loss(exporter, target_rows, reduction):
-    """A reduced F.mse_loss as each exporter writes it (the dynamo one expands a broadcast target first) becomes
-    one MseLoss node, held to PyTorch in float64."""
-    class Mse(torch.nn.Module):
+def test_fuse_mse_and_l1_loss(loss, exporter, target_rows, reduction):
+    """A reduced F.mse_loss or F.l1_loss as each exporter writes it (the dynamo one expands a broadcast target
+    first) becomes one MseLoss or L1Loss node, held to PyTorch in float64."""
+    function = getattr(F, loss)
+
+    class Loss(torch.nn.Module):
         def forward(self, x, y):
-            return F.mse_loss(x, y, reduction=reduction)
+            return function(x, y, reduction=reduction)
 
     args = (torch.randn(6, 5), torch.randn(target_rows, 5))
-    fused, report = fuse(_exported(Mse(), args, exporter))
+    fused, report = fuse(_exported(Loss(), args, exporter))
     node = next(n for n in fused.graph.node if n.domain == opset.DOMAIN)
-    assert report == [f"fused lossops::MseLoss node '{node.name}' (reduction {reduction})"], report
-    assert not {"Sub", "Mul", "ReduceMean", "ReduceSum"} & {n.op_type for n in fused.graph.node}
+    op_type = {"mse_loss": "MseLoss", "l1_loss": "L1Loss"}[loss]
+    assert report == [f"fused lossops::{op_type} node '{node.name}' (reduction {reduction})"], report
+    assert not {"Sub", "Mul", "Abs", "ReduceMean", "ReduceSum", "Squeeze"} & {n.op_type for n in fused.graph.node}
     with warnings.catch_warnings():  # torch warns about the broadcast target, which is the case
         warnings.simplefilter("ignore")
-        expected = F.mse_loss(*(a.double() for a in args), reduction=reduction).numpy()
+        expected = function(*(a.double() for a in args), reduction=reduction).numpy()
     _close(_run(fused, args), expected)
     _close(_run(fused, args, plain=True), expected)
 
 
 def test_fuse_leaves_squared_differences_that_are_not_a_mean_or_sum_loss_alone():
-    """An unreduced squared difference, or one reduced over some axes only, is not fused."""
+    """An unreduced squared or absolute difference, or one reduced over some axes only, is not fused."""
 
     class Squares(torch.nn.Module):
         def forward(self, x, y):
             d = x - y
-            return d * d, (d * d).mean(dim=1), ((x - y) * (x - y)).sum(dim=0)
+            return d * d, (d * d).mean(dim=1), ((x - y) * (x - y)).sum(dim=0), d.abs(), d.abs().mean(dim=0)
 
     fused, report = fuse(_exported(Squares(), (torch.randn(6, 5), torch.randn(6, 5)), "dynamo"))
     assert report == [] and not any(n.domain == opset.DOMAIN for n in fused.graph.node)

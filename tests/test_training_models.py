@@ -324,17 +324,19 @@ class _TeacherAndStudent(nn.Module):
         return self.student(x), self.teacher(x)
 
 
-# the forward operators of any `input` and `target` whose record names an aten loss: F's function of that name
-ATEN_LOSSES = {name: op.torch[0].removeprefix("aten::") for name, op in opset.OPS.items()
-               if op.gradient is not None and op.torch and op.torch[0].startswith("aten::")
-               and [(i.name, i.domain) for i in op.inputs] == [("input", REAL), ("target", REAL)]}
+# the forward operators of any `input` and `target` whose record names a PyTorch op: F's function of that name
+LOSSES = {name: op.torch[0].split("::")[1] for name, op in opset.OPS.items()
+          if op.gradient is not None and op.torch and hasattr(F, op.torch[0].split("::")[1])
+          and [(i.name, i.domain) for i in op.inputs] == [("input", REAL), ("target", REAL)]}
 
 
-@pytest.mark.parametrize("op", list(ATEN_LOSSES))
-def test_an_aten_loss_trains_as_its_lossops_nodes(op):
-    """A step exported from a module trained with the PyTorch loss an operator's record names holds that
-    operator and its backward as lossops nodes, and follows PyTorch (each reduction, over a few steps)."""
-    loss = getattr(F, ATEN_LOSSES[op])
+@pytest.mark.parametrize("op", list(LOSSES))
+def test_a_pytorch_loss_trains_as_its_lossops_nodes(op):
+    """A step exported from a module trained with the PyTorch loss an operator's record names (aten's, or the
+    lossops custom op F's call is routed to while tracing) holds that operator and its backward as lossops nodes,
+    and follows PyTorch (each reduction, over a few steps)."""
+    assert {"MseLoss", "SmoothL1Loss", "SoftMarginLoss", "L1Loss"} <= set(LOSSES)
+    loss = getattr(F, LOSSES[op])
     for reduction in ("mean", "sum", "none"):
         def loss_fn(out, y, reduction=reduction):
             value = loss(out, y, reduction=reduction)
@@ -363,6 +365,7 @@ TRAINED_TARGETS = {
     "binary_cross_entropy mean, teacher's probabilities, weight": lambda out, y: F.binary_cross_entropy(
         torch.sigmoid(out[0]), torch.sigmoid(out[1]), weight=y + 0.5),
     "mse_loss mean, teacher's outputs": lambda out, y: F.mse_loss(out[0], out[1]),
+    "l1_loss mean, teacher's outputs": lambda out, y: F.l1_loss(out[0], out[1]),
     "smooth_l1_loss sum, teacher's outputs": lambda out, y: F.smooth_l1_loss(out[0], out[1], reduction="sum",
                                                                              beta=0.5),
 }
@@ -412,4 +415,7 @@ def test_the_lossops_ops_refuse_a_gradient_they_do_not_compute():
         loss.backward()
     loss = torch.ops.lossops.binary_cross_entropy_with_logits(x, t, None, None, 1)
     with pytest.raises(NotImplementedError, match=r"binary_cross_entropy_with_logits: .* of `target` is needed"):
+        loss.backward()
+    loss = torch.ops.lossops.l1_loss(x, t, 1)
+    with pytest.raises(NotImplementedError, match=r"lossops::l1_loss: .* gradient of `target` is needed"):
         loss.backward()

@@ -1,0 +1,1 @@
+BoutputJ(M½M=M½M½M=M½M½M=M=M=M½M=M=M½M=M½M½M½M½M½

@@ -1,0 +1,2 @@
+
+BoutputJ(fªf*fªfªf*fªfªf*f*f*fªf*f*fªf*fªfªfªfªfª

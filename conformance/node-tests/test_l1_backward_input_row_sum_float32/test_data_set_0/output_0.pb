@@ -1,0 +1,1 @@
+BoutputJ»SM@»SÍ?»SM@»SÍ?»SMÀ

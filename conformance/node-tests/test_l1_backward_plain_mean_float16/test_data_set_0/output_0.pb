@@ -1,0 +1,2 @@
+
+BoutputJ(s)s©s)s)s©s)s)s©s©s©s)s©s©s)s©s)s)s)s)s)

@@ -1,0 +1,1 @@
+BoutputJPnXº¾nXº>nXº¾nXº¾nXº>nXº¾nXº>nXº>nXº¾nXº¾nXº>nXº>nXº>nXº>nXº>nXº¾nXº>nXº¾nXº¾nXº>
