@@ -19,7 +19,8 @@ stretched in `input`, so that `grad_input` has `input`'s shape. sigmoid(t) is co
 forward's, so it is accurate for every t: where exp(t) overflows (t beyond 88.7 in float32, 709.8 in float64,
 or infinite) aten's eager kernel computes exp(t) / (1 + exp(t)) = inf / inf and gives NaN, and lossops gives
 the limit `-target * g`, as PyTorch's reference decomposition (torch._decomp, which torch.compile runs) does.
-A NaN `t` (0 times inf) gives NaN, as PyTorch. float16 and bfloat16 are computed in float32 and rounded once.
+A NaN `t` (0 times inf) gives NaN, as PyTorch. float32, float16 and bfloat16 compute in float32 with the
+margin's rounding error carried, as the forward's; float16 and bfloat16 are rounded once.
 """
 
 
