@@ -22,7 +22,6 @@ def soft_margin_loss(x, y, _a, _b, _c, out, m, scale, _params, tmp):
         p = xk * yk
         # exp(-|t|) is ill-conditioned in t (|t| ulps of error per ulp of t): the product's rounding error,
         # to first order, makes it exp(-|x * y|) of the exact product
-        err = select(p > like(p, 0), product_error(xk, yk, p), -product_error(xk, yk, p))
-        e = tmp[k] - tmp[k] * err
-        zero = like(p, 0)
+        zero, err = like(p, 0), product_error(xk, yk, p)
+        e = tmp[k] - tmp[k] * select(p > zero, err, -err)
         store(out, k, select(p < zero, -p, zero) + log1p_unit(e))  # a NaN t: NaN from log1p_unit

@@ -19,8 +19,7 @@ def soft_margin_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
     for k in range(m):
         xk, yk = load(x[k]), load(y[k])
         p = xk * yk
-        zero, one = like(p, 0), like(p, 1)
-        # exp(-|x * y|) of the exact product, as the forward's
-        e = tmp[k] - tmp[k] * select(p > zero, product_error(xk, yk, p), -product_error(xk, yk, p))
+        zero, one, err = like(p, 0), like(p, 1), product_error(xk, yk, p)
+        e = tmp[k] - tmp[k] * select(p > zero, err, -err)  # exp(-|x * y|) of the exact product, as the forward's
         sigmoid = select(p <= zero, one, e) / (one + e)  # sigmoid(-p); a NaN p: NaN through e
         store(out, k, -yk * sigmoid * load(g[k]) * scale)
