@@ -1,10 +1,10 @@
 """PyTorch custom operators for the losses whose backward has no aten operator (BCE with logits, KL
 divergence), that decompose before export (L1) or which have no aten operator at all (the focal loss), so that
-a joint forward/backward graph keeps
-them as single ops; and a TorchFunctionMode that routes torch.nn.functional's calls to them while a training step
-is traced. Their backward gives `input` its gradient, the one lossops has an operator for: a call that needs
-the gradient of another tensor (a trainable teacher's target) stays PyTorch's own function
-while tracing, and is refused by the op's backward elsewhere. Needs torch."""
+a joint forward/backward graph keeps them as single ops; and a TorchFunctionMode that routes
+torch.nn.functional's calls to them while a training step is traced. Their backward gives `input` its gradient,
+and `target` its own where lossops has an operator for it (BCE with logits and KL: a trainable teacher's
+target); a call that needs the gradient of another tensor stays PyTorch's own function while tracing, and is
+refused by the op's backward elsewhere. Needs torch."""
 
 from __future__ import annotations
 
@@ -32,14 +32,20 @@ def _(input, target, weight, pos_weight, reduction):
     return input.new_empty(input.shape if reduction == _NONE else ())
 
 
-def _input_gradient_only(ctx, op: str, names: tuple[str, ...]) -> None:
-    """Refuses a backward asked for the gradient of a tensor other than `input` (names: the op's arguments, in
-    order), rather than giving it none."""
-    wanted = [n for n, need in zip(names, ctx.needs_input_grad, strict=False) if need and n != "input"]
+# the arguments whose gradient each op's backward computes (a lossops operator for each)
+COMPUTED = {"binary_cross_entropy_with_logits": ("input", "target"), "kl_div": ("input", "target"),
+            "l1_loss": ("input",), "sigmoid_focal_loss": ("input",)}
+
+
+def _computed_gradients_only(ctx, op: str, names: tuple[str, ...]) -> None:
+    """Refuses a backward asked for the gradient of a tensor whose gradient it does not compute (names: the
+    op's arguments, in order), rather than giving it none."""
+    wanted = [n for n, need in zip(names, ctx.needs_input_grad, strict=False) if need and n not in COMPUTED[op]]
     if wanted:
         raise NotImplementedError(
-            f"lossops::{op}: its backward computes the gradient of `input` only, and the gradient of "
-            f"{', '.join(f'`{n}`' for n in wanted)} is needed: call torch.nn.functional's loss instead")
+            f"lossops::{op}: its backward computes the gradient of {' and '.join(f'`{n}`' for n in COMPUTED[op])} "
+            f"only, and the gradient of {', '.join(f'`{n}`' for n in wanted)} is needed: call "
+            "torch.nn.functional's loss instead")
 
 
 def _same_shape(input: Tensor, target: Tensor) -> None:
@@ -64,6 +70,24 @@ def _(grad_output, input, target, weight, pos_weight, reduction):
     return torch.empty_like(input)
 
 
+@torch.library.custom_op("lossops::binary_cross_entropy_with_logits_target_backward", mutates_args=())
+def binary_cross_entropy_with_logits_target_backward(grad_output: Tensor, input: Tensor, target: Tensor,
+                                                     weight: Tensor | None, pos_weight: Tensor | None,
+                                                     reduction: int) -> Tensor:
+    if pos_weight is None:
+        grad = -input * grad_output
+    else:  # PyTorch's formula
+        grad = (F.logsigmoid(-input) - F.logsigmoid(input) * pos_weight) * grad_output
+    if weight is not None:
+        grad = grad * weight
+    return grad / target.numel() if reduction == _MEAN else grad.expand(target.shape).clone()
+
+
+@binary_cross_entropy_with_logits_target_backward.register_fake
+def _(grad_output, input, target, weight, pos_weight, reduction):
+    return torch.empty_like(target)
+
+
 def _bce_with_logits_setup(ctx, inputs, output):
     ctx.save_for_backward(*[t for t in inputs[:4] if t is not None])
     ctx.present = [t is not None for t in inputs[:4]]
@@ -71,11 +95,13 @@ def _bce_with_logits_setup(ctx, inputs, output):
 
 
 def _bce_with_logits_backward(ctx, grad):
-    _input_gradient_only(ctx, "binary_cross_entropy_with_logits", ("input", "target", "weight", "pos_weight"))
+    _computed_gradients_only(ctx, "binary_cross_entropy_with_logits", ("input", "target", "weight", "pos_weight"))
     saved = iter(ctx.saved_tensors)
-    input, target, weight, pos_weight = (next(saved) if p else None for p in ctx.present)
-    return (torch.ops.lossops.binary_cross_entropy_with_logits_backward(grad, input, target, weight, pos_weight,
-                                                                        ctx.reduction), None, None, None, None)
+    args = (grad, *(next(saved) if p else None for p in ctx.present), ctx.reduction)
+    ops = torch.ops.lossops
+    return (ops.binary_cross_entropy_with_logits_backward(*args) if ctx.needs_input_grad[0] else None,
+            ops.binary_cross_entropy_with_logits_target_backward(*args) if ctx.needs_input_grad[1] else None,
+            None, None, None)
 
 
 binary_cross_entropy_with_logits.register_autograd(_bce_with_logits_backward, setup_context=_bce_with_logits_setup)
@@ -94,19 +120,38 @@ def _(input, target, reduction, log_target):
 @torch.library.custom_op("lossops::kl_div_backward", mutates_args=())
 def kl_div_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int,
                     log_target: bool) -> Tensor:
-    d = -(torch.exp(target) if log_target else target) * grad_output
-    full = torch.broadcast_shapes(input.shape, target.shape)
-    d = d.expand(full)
-    if reduction == _MEAN:
-        d = d / d.numel()
-    elif reduction == _BATCHMEAN and input.dim():
-        d = d / input.shape[0]
-    return _summed_to(d, input)
+    return _kl_gradient(-(torch.exp(target) if log_target else target) * grad_output, input, target, reduction,
+                        input)
 
 
 @kl_div_backward.register_fake
 def _(grad_output, input, target, reduction, log_target):
     return torch.empty_like(input)
+
+
+@torch.library.custom_op("lossops::kl_div_target_backward", mutates_args=())
+def kl_div_target_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int,
+                           log_target: bool) -> Tensor:
+    if log_target:
+        d = torch.exp(target) * (target + 1 - input) * grad_output
+    else:  # autograd's derivative of xlogy(t, t): log(t) + t / t, NaN at t = 0
+        d = (torch.log(target) + target / target - input) * grad_output
+    return _kl_gradient(d, input, target, reduction, target)
+
+
+def _kl_gradient(d: Tensor, input: Tensor, target: Tensor, reduction: int, of: Tensor) -> Tensor:
+    """A KL gradient's terms `d` over the broadcast shape, scaled for the reduction and summed back to `of`."""
+    d = d.expand(torch.broadcast_shapes(input.shape, target.shape))
+    if reduction == _MEAN:
+        d = d / d.numel()
+    elif reduction == _BATCHMEAN and input.dim():
+        d = d / input.shape[0]
+    return _summed_to(d, of)
+
+
+@kl_div_target_backward.register_fake
+def _(grad_output, input, target, reduction, log_target):
+    return torch.empty_like(target)
 
 
 def _kl_setup(ctx, inputs, output):
@@ -115,9 +160,10 @@ def _kl_setup(ctx, inputs, output):
 
 
 def _kl_backward(ctx, grad):
-    _input_gradient_only(ctx, "kl_div", ("input", "target"))
     input, target = ctx.saved_tensors
-    return (torch.ops.lossops.kl_div_backward(grad, input, target, ctx.reduction, ctx.log_target), None, None, None)
+    args = (grad, input, target, ctx.reduction, ctx.log_target)
+    return (torch.ops.lossops.kl_div_backward(*args) if ctx.needs_input_grad[0] else None,
+            torch.ops.lossops.kl_div_target_backward(*args) if ctx.needs_input_grad[1] else None, None, None)
 
 
 kl_div.register_autograd(_kl_backward, setup_context=_kl_setup)
@@ -151,7 +197,7 @@ def _l1_setup(ctx, inputs, output):
 
 
 def _l1_backward(ctx, grad):
-    _input_gradient_only(ctx, "l1_loss", ("input", "target"))
+    _computed_gradients_only(ctx, "l1_loss", ("input", "target"))
     input, target = ctx.saved_tensors
     return torch.ops.lossops.l1_loss_backward(grad, input, target, ctx.reduction), None, None
 
@@ -217,7 +263,7 @@ def _focal_setup(ctx, inputs, output):
 
 
 def _focal_backward(ctx, grad):
-    _input_gradient_only(ctx, "sigmoid_focal_loss", ("input", "target", "weight"))
+    _computed_gradients_only(ctx, "sigmoid_focal_loss", ("input", "target", "weight"))
     saved = iter(ctx.saved_tensors)
     input, target, weight = (next(saved) if p else None for p in ctx.present)
     return (torch.ops.lossops.sigmoid_focal_loss_backward(grad, input, target, weight, ctx.reduction, ctx.alpha,
@@ -229,15 +275,16 @@ sigmoid_focal_loss.register_autograd(_focal_backward, setup_context=_focal_setup
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):
     """While active, F.binary_cross_entropy_with_logits, F.kl_div and F.l1_loss run as the lossops custom ops,
-    unless a tensor other than `input` needs a gradient (their backward has none for it) or the call uses the
-    deprecated size_average/reduce arguments: those stay PyTorch's own function."""
+    unless a tensor whose gradient their backward does not compute needs one, or the call uses the deprecated
+    size_average/reduce arguments: those stay PyTorch's own function."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func not in (F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss):
             return func(*args, **kwargs)
         bound = _bind(func, args, kwargs)
-        if bound.get("size_average") is not None or bound.get("reduce") is not None or _other_gradient(bound):
+        if bound.get("size_average") is not None or bound.get("reduce") is not None or _other_gradient(
+                bound, COMPUTED[func.__name__]):
             return func(*args, **kwargs)
         reduction = _CODES[bound.get("reduction", "mean")]
         if func is F.kl_div:
@@ -249,9 +296,9 @@ class LossopsLosses(torch.overrides.TorchFunctionMode):
             bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"), reduction)
 
 
-def _other_gradient(bound: dict) -> bool:
-    """Whether a tensor argument other than `input` needs a gradient."""
-    return any(isinstance(t, Tensor) and t.requires_grad for name, t in bound.items() if name != "input")
+def _other_gradient(bound: dict, computed: tuple[str, ...]) -> bool:
+    """Whether a tensor argument other than the `computed` ones needs a gradient."""
+    return any(isinstance(t, Tensor) and t.requires_grad for name, t in bound.items() if name not in computed)
 
 
 def _bind(func, args, kwargs) -> dict:

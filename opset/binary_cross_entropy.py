@@ -19,16 +19,13 @@ gradient with respect to `input` is BinaryCrossEntropyBackward. float16 and bflo
 """
 
 
-def decompose(b: Builder, input: str, target: str, weight: str) -> str:
-    input, target, weight = b.checked([input, target, weight])
-    x, y = b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, x: str, y: str, weight: str) -> str:
     clamp = b.const(LOG_CLAMP)
     log_x = b.at_least(b.op("Log", x), clamp)
     log_one_minus_x = b.at_least(log1p(b, b.op("Neg", x)), clamp)
     positive = b.op("Mul", y, log_x)
     negative = b.op("Mul", b.op("Sub", b.const(1.0), y), log_one_minus_x)
-    loss = b.times(b.op("Neg", b.op("Add", positive, negative)), weight)
-    return b.reduce_loss(loss, input)
+    return b.times(b.op("Neg", b.op("Add", positive, negative)), weight)
 
 
 DEFINITION = OpDef(

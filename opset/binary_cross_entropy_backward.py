@@ -24,13 +24,10 @@ bfloat16 are computed in float32 and rounded once.
 """
 
 
-def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str) -> str:
-    grad_output, input, target, weight = b.checked([grad_output, input, target, weight])
-    g, x, y = b.to_compute(grad_output), b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, g: str, x: str, y: str, weight: str) -> str:
     denominator = b.at_least(b.op("Mul", b.op("Sub", b.const(1.0), x), x), b.const(EPSILON))
-    grad = b.times(b.op("Div", b.op("Mul", b.op("Sub", x, y), g), denominator), weight)  # PyTorch's order
-    # every term has input's shape or fits it (guarded), so grad has input's shape
-    return b.reduced_gradient(grad, input, x)
+    # PyTorch's order; every term has input's shape or fits it, so the gradient has input's shape
+    return b.times(b.op("Div", b.op("Mul", b.op("Sub", x, y), g), denominator), weight)
 
 
 DEFINITION = OpDef(

@@ -32,9 +32,7 @@ Infinities and overflow, decided against PyTorch:
 """
 
 
-def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str) -> str:
-    input, target, weight, pos_weight = b.checked([input, target, weight, pos_weight])
-    x, y = b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, x: str, y: str, weight: str, pos_weight: str) -> str:
     # softplus(x) = relu(x) + e and softplus(-x) = relu(-x) + e, e = log1p(exp(-|x|)): the loss is the
     # coefficient of the side x is on times |x|, plus (1 - y + p * y) * e, that sum written 1 + (p - 1) * y
     # so that it does not cancel for a large target
@@ -45,14 +43,11 @@ def decompose(b: Builder, input: str, target: str, weight: str, pos_weight: str)
     # (p - 1) * y at p = 1 with an infinite target
     linear = b.unless_zero(side, b.op("Mul", side, b.op("Abs", x)))
     if pos_weight:
-        p_minus_1 = b.op("Sub", b.to_compute(pos_weight), b.const(1.0))
+        p_minus_1 = b.op("Sub", pos_weight, b.const(1.0))
         s = b.op("Add", b.const(1.0), b.unless_zero(p_minus_1, b.op("Mul", p_minus_1, y)))
         e = b.unless_zero(e, b.op("Mul", s, e))
     loss = b.op("Add", linear, e)
-    if weight:
-        w = b.to_compute(weight)
-        loss = b.unless_zero(w, b.op("Mul", loss, w))
-    return b.reduce_loss(loss, input)
+    return b.unless_zero(weight, b.op("Mul", loss, weight)) if weight else loss
 
 
 DEFINITION = OpDef(
@@ -78,4 +73,6 @@ DEFINITION = OpDef(
                 {"910": True, "310P": True, "A2": True, "A3": None, "950": None}),
     gradient=Gradient("BinaryCrossEntropyWithLogitsBackward",
                       ("grad_output", "input", "target", "weight", "pos_weight")),
+    target_gradient=Gradient("BinaryCrossEntropyWithLogitsTargetBackward",
+                             ("grad_output", "input", "target", "weight", "pos_weight")),
 )

@@ -18,9 +18,7 @@ float16 and bfloat16 compute in float32. `pos_weight * target + 1 - target` is c
 """
 
 
-def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str, pos_weight: str) -> str:
-    grad_output, input, target, weight, pos_weight = b.checked([grad_output, input, target, weight, pos_weight])
-    g, x, y = b.to_compute(grad_output), b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, g: str, x: str, y: str, weight: str, pos_weight: str) -> str:
     # sigmoid(x) from e = exp(-|x|), as the forward's softplus: where(x < 0, e, 1) / (1 + e) is accurate for
     # every logit (ONNX Runtime's float32 Sigmoid returns 0 at x = -17.8, where it is 1.9e-8)
     e = b.op("Exp", b.op("Neg", b.op("Abs", x)))
@@ -29,11 +27,10 @@ def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str
     p_y = b.times(y, pos_weight)
     s = one  # p * y + 1 - y, as 1 + (p - 1) * y: no inf - inf at p = 1 with an infinite target
     if pos_weight:
-        p_minus_1 = b.op("Sub", b.to_compute(pos_weight), one)
+        p_minus_1 = b.op("Sub", pos_weight, one)
         s = b.op("Add", one, b.unless_zero(p_minus_1, b.op("Mul", p_minus_1, y)))
     grad = b.op("Sub", b.op("Mul", s, sigmoid), p_y)
-    grad = b.times(b.op("Mul", grad, g), weight)
-    return b.reduced_gradient(grad, input, x)
+    return b.times(b.op("Mul", grad, g), weight)
 
 
 DEFINITION = OpDef(

@@ -2,10 +2,12 @@
 values, its element type and which optional inputs it has are known, so the nodes are exactly the ones that
 specialisation needs (no `If`, nothing dispatched at run time), like ONNX's context-dependent functions.
 
-What every decomposition shares lives here: constants in the compute type (absent inputs mean 1), sums in
-float64, and the run-time guards of the operator's shape rules, which static inference cannot decide when
-dims are symbolic: each is a node named with the rule, which fails when the rule is broken, so the runtime's
-error names the operator, the input and the expectation (`checked`).
+What every decomposition shares lives here, applied from the operator's record around its `decompose`
+(`decomposition`), as the kernel engine applies it around a tile: the run-time guards of the shape rules,
+which static inference cannot decide when dims are symbolic (each is a node named with the rule, which fails
+when the rule is broken, so the runtime's error names the operator, the input and the expectation:
+`checked`), the inputs in the compute type, then a loss's reduction (sums in float64) or a gradient's mean
+scale and sum back to its input's shape. A `decompose` is the elementwise formula alone.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from .shapes import full_shape
 from .spec import BROADCAST, EXACT, FITS, PRINCIPAL, OpDef
+from .sum_back import sum_to_shape_of
 
 Branch = Callable[["Builder"], str]
 
@@ -108,6 +111,60 @@ class Builder(Nodes):
         self._f0: str | None = None  # an empty tensor of shape (*F, 0), once `checked` guarded the inputs
         self._names: list[str] = []  # the inputs `checked` was given
         self._static_full: tuple[int, ...] | None = None  # F, where every shape is static
+        self._guards: dict[int, tuple[str, int]] = {}  # input slot -> (its guard's empty tensor, the axis of 0)
+        self._value_shapes: dict[str, tuple | None] = {}  # an input's value in the compute type -> its shape
+
+    # --- the record around the formula ---
+
+    def decomposition(self, names: list[str]) -> str:
+        """The operator's decomposition of the inputs `names` ("" where absent), in the compute type (or float64
+        for a sum): its shape rules guarded, its inputs cast, its `decompose` called with them ("" for an absent
+        optional input), then the record applied: a loss's reduction, or a gradient's mean scale (`reduction`)
+        and sum back to the shape of the input it is the gradient of. `decompose` returns a loss's elementwise
+        terms over F, or a gradient's over F (a formula that reads no input spanning F expands to `self.full`)."""
+        op = self.opdef
+        shapes = [self.static.shapes.get(n) if n else None for n in names]  # of the graph's names, before checks
+        checked = self.checked(names)
+        first = len(self.nodes)
+        values = [self.to_compute(n) if n else "" for n in checked]
+        casts = [v for v, n in zip(values, checked, strict=True) if v != n]
+        self._value_shapes = {v: s for v, s in zip(values, shapes, strict=True) if v}
+        value = op.decompose(self, *values)
+        input = checked[op.principal]
+        if op.reduces:
+            value = self.reduce_loss(value, input)
+        elif op.output_input is not None:
+            value = self.reduced_gradient(value, input, value)
+            k = op.output_input
+            if any(i.shape == BROADCAST for i in op.inputs):
+                others = [s for j, s in enumerate(shapes) if j != k and names[j]]
+                value = sum_to_shape_of(self, value, checked[k], [shapes[k], *others])
+        self._drop_unread(casts, first)
+        return self._after_every_guard(value, checked)
+
+    def expanded(self, value: str, *operands: str) -> str:
+        """`value`, computed from input values `operands` alone, over F: an Expand to F unless their static shapes
+        broadcast to F already."""
+        if self.is_full([self._value_shapes.get(o) for o in operands]):
+            return value
+        return self.op("Expand", value, self.full)
+
+    def _drop_unread(self, casts: list[str], first: int) -> None:
+        """Remove the inputs' casts (nodes from index `first`, or initializers) that the formula did not read."""
+        read = {name for node in self.nodes for name in node.input}
+        unread = set(casts) - read
+        self.nodes[first:] = [n for n in self.nodes[first:] if not set(n.output) & unread]
+        if self.initializers is not None:
+            self.initializers[:] = [t for t in self.initializers if t.name not in unread]
+
+    def _after_every_guard(self, value: str, checked: list[str]) -> str:
+        """`value`, made to depend on the guard of every input that nothing reads (a formula that needs only an
+        input's shape, or not even that: the rule must still be checked)."""
+        read = {name for node in self.nodes for name in node.input}
+        for k, (guard, axis) in self._guards.items():
+            if checked[k] not in read:
+                value = self._after(value, self.op("Shape", value), guard, axis)
+        return value
 
     # --- constants ---
 
@@ -133,9 +190,9 @@ class Builder(Nodes):
         (A Cast to the same type is removed by onnxruntime's basic graph optimisations.)"""
         self.nodes.append(helper.make_node("Cast", [value], [output], to=self.elem_type))
 
-    def times(self, value: str, name: str) -> str:
-        """value * input `name` (in the compute type), or value itself where the input is absent (it means 1)."""
-        return self.op("Mul", value, self.to_compute(name)) if name else value
+    def times(self, value: str, factor: str) -> str:
+        """value * an optional input's value, or value itself where the input is absent ("": it means 1)."""
+        return self.op("Mul", value, factor) if factor else value
 
     def unless_zero(self, factor: str, product: str) -> str:
         """`product` (a multiple of `factor`), but 0 where `factor` is 0: the limit where the other factor is
@@ -310,6 +367,7 @@ class Builder(Nodes):
                 f0 = self.op("Add", empty[principal], empty[k], name=f"{op.name}: inputs 'input' and '{i.name}' "
                              "must broadcast")
                 out[k] = self._after(names[k], shapes[k], f0, -1)
+                self._guards[k] = (f0, -1)
         for k, i in enumerate(op.inputs):
             if not names[k] or i.shape not in (EXACT, FITS):
                 continue
@@ -322,6 +380,7 @@ class Builder(Nodes):
                 fits = self.op("Add", empty[k], f0, name=rule)
                 check = self._identical(self.op("Shape", fits), self.op("Shape", f0), f"{rule} without enlarging it")
             out[k] = self._after(names[k], shapes[k], check, 0)
+            self._guards[k] = (check, 0)
         self._f0 = f0
         return out
 

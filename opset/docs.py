@@ -54,7 +54,7 @@ def operator_table() -> str:
     for op in OPS.values():
         inputs = ", ".join(i.name + ("?" if i.optional else "") for i in op.inputs)
         attributes = ", ".join(f"{a.name} ({values(a)})" for a in op.attributes)
-        output = ("input's shape" if op.output_shape == "input" else "broadcast shape") + (
+        output = ("broadcast shape" if op.output_shape == "full" else f"{op.output_shape}'s shape") + (
             ", or a scalar" if op.reduces else "")
         lines.append(f"| {op.name} | {inputs} | {attributes} | {output} | {op.aclnn.api if op.aclnn else '-'} |")
     return "\n".join(lines) + "\n"

@@ -18,17 +18,14 @@ over the broadcast shape of `input` and `target`; `mean` divides the sum by its 
 """
 
 
-def decompose(b: Builder, input: str, target: str) -> str:
-    input, target = b.checked([input, target])
-    x, t = b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, x: str, t: str) -> str:
 
     def probabilities(s: Builder) -> str:
         # xlogy(t, t): t * log(t), 0 where t == 0 (log(0) * 0 would be NaN)
         t_log_t = s.op("Where", s.op("Equal", t, s.const(0.0)), s.const(0.0), s.op("Mul", t, s.op("Log", t)))
         return s.op("Sub", t_log_t, s.op("Mul", t, x))
 
-    loss = b.choose("log_target", {0: probabilities, 1: lambda s: s.op("Mul", s.op("Exp", t), s.op("Sub", t, x))})
-    return b.reduce_loss(loss, input)
+    return b.choose("log_target", {0: probabilities, 1: lambda s: s.op("Mul", s.op("Exp", t), s.op("Sub", t, x))})
 
 
 DEFINITION = OpDef(
@@ -47,4 +44,5 @@ DEFINITION = OpDef(
     # torch.export keeps aten::kl_div whole; training-step export traces the custom op (it has a backward)
     torch=("aten::kl_div", "lossops::kl_div"),
     gradient=Gradient("KlDivBackward", ("grad_output", "input", "target")),
+    target_gradient=Gradient("KlDivTargetBackward", ("grad_output", "input", "target")),
 )

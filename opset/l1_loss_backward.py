@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .builder import Builder
 from .spec import GRAD_INPUT, GRAD_OUTPUT, PREDICTIONS, TARGETS, Aclnn, OpDef, reduction
-from .sum_back import sum_to_shape_of
 
 DOC = """\
 Gradient of `l1_loss(input, target, reduction)` with respect to `input`. With `B` the broadcast shape of
@@ -19,16 +18,13 @@ and bfloat16 are computed in float32 and rounded once.
 """
 
 
-def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
-    shapes = [b.static.shapes.get(n) for n in (input, target, grad_output)]  # of the graph's names, before checks
-    grad_output, input, target = b.checked([grad_output, input, target])
-    d = b.op("Sub", b.to_compute(input), b.to_compute(target))  # over B: input and target span it
+def decompose(b: Builder, g: str, x: str, y: str) -> str:
+    d = b.op("Sub", x, y)  # over F: input and target span it
     zero = b.const(0.0)
     # Where and Less: Sign's value at NaN differs between consumers, and OpenVINO's Greater is true for NaN
     below = b.op("Where", b.op("Less", d, zero), b.const(-1.0), zero)
     sign = b.op("Where", b.op("Less", zero, d), b.const(1.0), below)
-    grad = b.op("Mul", sign, b.to_compute(grad_output))  # g fits B
-    return sum_to_shape_of(b, b.reduced_gradient(grad, input, grad), input, shapes)
+    return b.op("Mul", sign, g)  # g fits F
 
 
 DEFINITION = OpDef(

@@ -18,10 +18,9 @@ float32.
 """
 
 
-def decompose(b: Builder, input: str, target: str) -> str:
-    input, target = b.checked([input, target])
-    d = b.op("Sub", b.to_compute(input), b.to_compute(target))
-    return b.reduce_loss(b.op("Mul", d, d), input)
+def decompose(b: Builder, x: str, y: str) -> str:
+    d = b.op("Sub", x, y)
+    return b.op("Mul", d, d)
 
 
 DEFINITION = OpDef(

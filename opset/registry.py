@@ -123,7 +123,7 @@ def function(spec: Specialisation, onnx_opset: int = ONNX_OPSET) -> FunctionProt
     op = spec.op
     names = [i.name for i in op.inputs]
     b = Builder(op, dict(spec.attrs), spec.elem_type, prefix="_")
-    b.result(op.decompose(b, *(n if p else "" for n, p in zip(names, spec.present, strict=True))), op.output.name)
+    b.result(b.decomposition([n if p else "" for n, p in zip(names, spec.present, strict=True)]), op.output.name)
     f = helper.make_function(DOMAIN, op.name, names, [op.output.name], b.nodes,
                              [helper.make_opsetid("", onnx_opset)], doc_string=op.summary,
                              attribute_protos=[helper.make_attribute(a.name, a.default) for a in op.attributes
@@ -162,7 +162,7 @@ def expand(node: NodeProto, elem_type: int, prefix: str, static: Static | None =
     spec = specialise(node, elem_type)
     attrs = spec.op.resolve(node_attributes(node))  # numeric attributes too: the expansion writes their values
     b = Builder(spec.op, attrs, elem_type, prefix=prefix, static=static)
-    b.result(spec.op.decompose(b, *spec.inputs(list(node.input))), node.output[0])
+    b.result(b.decomposition(spec.inputs(list(node.input))), node.output[0])
     return b.nodes
 
 

@@ -106,4 +106,4 @@ def infer(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
             check_fits(shapes[i.name], full, i.name)
     if op.reduces and attrs["reduction"] != "none":
         return ()
-    return shapes["input"] if op.output_shape == "input" else full
+    return full if op.output_shape == "full" else shapes[op.output_shape]

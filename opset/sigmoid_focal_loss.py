@@ -59,9 +59,7 @@ def alpha_t(b: Builder, y: str) -> str:
     return b.op("Where", b.op("Less", alpha, b.const(0.0)), one, balanced)
 
 
-def decompose(b: Builder, input: str, target: str, weight: str) -> str:
-    input, target, weight = b.checked([input, target, weight])
-    x, y = b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, x: str, y: str, weight: str) -> str:
     _, _, ce, q = focal_terms(b, x, y)
     inf = b.const(float("inf"))
     # at an infinite logit (ce = inf) the limit inf, also where q**gamma underflows to 0; 0 where alpha_t is 0
@@ -70,10 +68,7 @@ def decompose(b: Builder, input: str, target: str, weight: str) -> str:
     loss = b.op("Mul", loss, balance)
     if not ("alpha" in b.attrs and float(b.attrs["alpha"]) < 0):  # else alpha_t is the constant 1
         loss = b.unless_zero(balance, loss)
-    if weight:
-        w = b.to_compute(weight)
-        loss = b.unless_zero(w, b.op("Mul", loss, w))
-    return b.reduce_loss(loss, input)
+    return b.unless_zero(weight, b.op("Mul", loss, weight)) if weight else loss
 
 
 FOCAL_ATTRIBUTES = (

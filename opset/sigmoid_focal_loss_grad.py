@@ -22,9 +22,7 @@ follow its other backward operators.
 """
 
 
-def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str) -> str:
-    grad_output, input, target, weight = b.checked([grad_output, input, target, weight])
-    g, x, y = b.to_compute(grad_output), b.to_compute(input), b.to_compute(target)
+def decompose(b: Builder, g: str, x: str, y: str, weight: str) -> str:
     zero, one = b.const(0.0), b.const(1.0)
     a, e, ce, q = focal_terms(b, x, y)
     d = b.op("Add", one, e)
@@ -35,8 +33,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str, weight: str
     bracket = b.op("Sub", b.op("Sub", a, b.op("Div", e, d)), focus)
     signed = b.op("Where", b.op("Greater", x, zero), bracket, b.op("Neg", bracket))
     grad = b.op("Mul", b.op("Mul", signed, b.op("Pow", q, b.param("gamma"))), alpha_t(b, y))
-    grad = b.times(b.op("Mul", grad, g), weight)
-    return b.reduced_gradient(grad, input, x)
+    return b.times(b.op("Mul", grad, g), weight)
 
 
 DEFINITION = OpDef(

@@ -19,17 +19,16 @@ float32.
 """
 
 
-def decompose(b: Builder, input: str, target: str) -> str:
-    input, target = b.checked([input, target])
-    z = b.op("Abs", b.op("Sub", b.to_compute(input), b.to_compute(target)))
+def decompose(b: Builder, x: str, y: str) -> str:
+    z = b.op("Abs", b.op("Sub", x, y))
     if "beta" in b.attrs and float(b.attrs["beta"]) == 0.0:  # known 0: no division by a constant 0 to fold
-        return b.reduce_loss(z, input)
+        return z
     beta, half = b.param("beta"), b.const(0.5)
     # half of a known beta as a constant: CANN's graph mode claims no node of constants alone
     half_beta = b.const(0.5 * float(b.attrs["beta"])) if "beta" in b.attrs else b.op("Mul", half, beta)
     quadratic = b.op("Div", b.op("Mul", b.op("Mul", half, z), z), beta)
     linear = b.op("Sub", z, half_beta)
-    return b.reduce_loss(b.op("Where", b.op("Less", z, beta), quadratic, linear), input)
+    return b.op("Where", b.op("Less", z, beta), quadratic, linear)
 
 
 DEFINITION = OpDef(

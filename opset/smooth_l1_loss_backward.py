@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from .builder import Builder
 from .spec import GRAD_INPUT, GRAD_OUTPUT, PREDICTIONS, TARGETS, Aclnn, Attribute, OpDef, reduction
-from .sum_back import sum_to_shape_of
 
 DOC = """\
 Gradient of `smooth_l1_loss(input, target, reduction, beta)` with respect to `input`. With `B` the broadcast
@@ -26,10 +25,8 @@ BETA = Attribute("beta", "Where the loss turns from quadratic to linear in |inpu
                  "loss.", 1.0, low=0.0, examples=(0.0, 0.5))
 
 
-def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
-    shapes = [b.static.shapes.get(n) for n in (input, target, grad_output)]  # of the graph's names, before checks
-    grad_output, input, target = b.checked([grad_output, input, target])
-    d = b.op("Sub", b.to_compute(input), b.to_compute(target))  # over B: input and target span it
+def decompose(b: Builder, g: str, x: str, y: str) -> str:
+    d = b.op("Sub", x, y)  # over F: input and target span it
     zero, one, minus_one = b.const(0.0), b.const(1.0), b.const(-1.0)
     known = float(b.attrs["beta"]) if "beta" in b.attrs else None
     if known != 0.0:
@@ -43,8 +40,7 @@ def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
     if known is None or known == 0.0:
         sign = b.op("Where", b.op("Less", zero, d), one, b.op("Where", b.op("Less", d, zero), minus_one, zero))
         slope = sign if known == 0.0 else b.op("Where", b.op("Equal", beta, zero), sign, slope)
-    grad = b.op("Mul", slope, b.to_compute(grad_output))  # g fits B
-    return sum_to_shape_of(b, b.reduced_gradient(grad, input, grad), input, shapes)
+    return b.op("Mul", slope, g)  # g fits F
 
 
 DEFINITION = OpDef(

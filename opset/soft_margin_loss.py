@@ -25,14 +25,12 @@ to `input` is SoftMarginLossBackward.
 """
 
 
-def decompose(b: Builder, input: str, target: str) -> str:
-    input, target = b.checked([input, target])
-    p, e = margin(b, b.to_compute(input), b.to_compute(target))
+def decompose(b: Builder, x: str, y: str) -> str:
+    p, e = margin(b, x, y)
     zero = b.const(0.0)
     # max(t, 0) as a Where: a NaN t gives 0 here and NaN from log1p(e), on every consumer (Max's NaN handling
     # differs between them)
-    return b.reduce_loss(b.op("Add", b.op("Where", b.op("Less", p, zero), b.op("Neg", p), zero), log1p(b, e)),
-                         input)
+    return b.op("Add", b.op("Where", b.op("Less", p, zero), b.op("Neg", p), zero), log1p(b, e))
 
 
 DEFINITION = OpDef(

@@ -6,7 +6,6 @@ from onnx import TensorProto
 
 from .builder import Builder
 from .spec import GRAD_INPUT, GRAD_OUTPUT, PREDICTIONS, TARGETS, Aclnn, OpDef, reduction
-from .sum_back import sum_to_shape_of
 
 DOC = """\
 Gradient of `soft_margin_loss(input, target, reduction)` with respect to `input`. With `B` the broadcast
@@ -49,17 +48,13 @@ def margin(b: Builder, x: str, y: str) -> tuple[str, str]:
     return p, b.op("Sub", e, b.op("Mul", e, toward))
 
 
-def decompose(b: Builder, grad_output: str, input: str, target: str) -> str:
-    shapes = [b.static.shapes.get(n) for n in (input, target, grad_output)]  # of the graph's names, before checks
-    grad_output, input, target = b.checked([grad_output, input, target])
-    y = b.to_compute(target)
-    p, e = margin(b, b.to_compute(input), y)
+def decompose(b: Builder, g: str, x: str, y: str) -> str:
+    p, e = margin(b, x, y)
     # sigmoid(-p) = where(p > 0, e, 1) / (1 + e): accurate for every p (ONNX Runtime's float32 Sigmoid
     # returns 0 below -17.8); a NaN p stays NaN through e
     one = b.const(1.0)
     sigmoid = b.op("Div", b.op("Where", b.op("Greater", p, b.const(0.0)), e, one), b.op("Add", one, e))
-    grad = b.op("Mul", b.op("Mul", b.op("Neg", y), sigmoid), b.to_compute(grad_output))  # g fits B
-    return sum_to_shape_of(b, b.reduced_gradient(grad, input, grad), input, shapes)
+    return b.op("Mul", b.op("Mul", b.op("Neg", y), sigmoid), g)  # g fits F
 
 
 DEFINITION = OpDef(

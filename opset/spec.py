@@ -130,7 +130,7 @@ class Aclnn:
 
 @dataclass(frozen=True)
 class Gradient:
-    """The node computing d loss / d input of a forward operator (targets and weights are data)."""
+    """The node computing the gradient of a forward operator's loss with respect to one of its inputs."""
 
     backward: str
     inputs: tuple[str, ...]  # the backward's inputs: "grad_output" (the loss's gradient) or forward input names
@@ -140,7 +140,8 @@ class Gradient:
 class OpDef:
     """One lossops operator.
 
-    `output_shape` is "full" (F) or "input" (S: the gradient of `input`, summed back over broadcast axes);
+    `output_shape` is "full" (F) or the name of the input whose gradient the operator is ("input", "target":
+    that input's shape, summed back over the axes broadcasting added to or stretched in it);
     with `reduces`, a reduction other than none makes the output a scalar (a loss). `decompose(builder,
     *input names)` emits the standard-op formulation. `torch` names the PyTorch operators whose tensor
     arguments are this operator's inputs in order and whose other arguments are its attributes by name (the
@@ -159,6 +160,7 @@ class OpDef:
     torch: tuple[str, ...] = ()
     aclnn: Aclnn | None = None
     gradient: Gradient | None = None
+    target_gradient: Gradient | None = None  # the node computing d loss / d target, where aclnn has one
 
     def attribute(self, name: str) -> Attribute:
         return next(a for a in self.attributes if a.name == name)
@@ -169,6 +171,12 @@ class OpDef:
     @property
     def principal(self) -> int:
         return next(k for k, i in enumerate(self.inputs) if i.shape == PRINCIPAL)
+
+    @property
+    def output_input(self) -> int | None:
+        """The index of the input whose shape the output has (a gradient's), or None for F."""
+        names = [i.name for i in self.inputs]
+        return None if self.output_shape == "full" else names.index(self.output_shape)
 
     @property
     def params(self) -> tuple[Attribute, ...]:

@@ -1,12 +1,15 @@
 """The sum back of a gradient: from the broadcast shape down to an input's shape, over the axes broadcasting
 added to or stretched in that input, with every axis static where the graph's shapes allow (what consumers such
-as OpenVINO and tract need). Shared by the backward decompositions whose input broadcasts."""
+as OpenVINO and tract need), for the backward decompositions whose input broadcasts (Builder.decomposition)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from onnx import TensorProto
 
-from .builder import Builder
+if TYPE_CHECKING:  # the builder applies the sum back (Builder.decomposition)
+    from .builder import Builder
 
 
 def sum_to_shape_of(b: Builder, d: str, input: str, shapes: list[tuple | None]) -> str:

@@ -15,7 +15,9 @@ from onnx import TensorProto, helper
 
 from lossops import opset
 from lossops.conformance.cases import node_model
+from lossops.converters.lowering import lower
 from lossops.opset.model import default_opset
+from lossops.opset.spec import BROADCAST, EXACT, FITS, PRINCIPAL, OpDef
 from lossops.ort_ext import InferenceSession
 
 f32 = np.float32
@@ -28,30 +30,34 @@ def _plain(model: onnx.ModelProto) -> onnxruntime.InferenceSession:
                                         providers=["CPUExecutionProvider"])
 
 
-# Shapes the contract rejects, hidden from shape inference by symbolic dims (a rank that differs is not: shape
-# inference rejects it): (operator, input shapes, the rule the failing guard node is named with).
-BAD_SHAPES = [
-    ("BinaryCrossEntropyWithLogits", [(4, 3), (1, 3), None, None], "input 'target' must have exactly input's shape"),
-    ("BinaryCrossEntropyWithLogits", [(1, 3), (1, 3), (4, 3), None],
-     "input 'weight' must broadcast to input's shape without enlarging it"),
-    ("BinaryCrossEntropyWithLogits", [(1, 3), (1, 3), None, (5, 3)],
-     "input 'pos_weight' must broadcast to input's shape without enlarging it"),
-    ("BinaryCrossEntropyWithLogits", [(3,), (3,), (2,), None], "input 'weight' must broadcast to input's shape"),
-    ("BinaryCrossEntropy", [(4, 3), (1, 3), None], "input 'target' must have exactly input's shape"),
-    ("BinaryCrossEntropy", [(1, 3), (1, 3), (2, 3)],
-     "input 'weight' must broadcast to input's shape without enlarging it"),
-    ("BinaryCrossEntropyBackward", [(), (3,), (4,), None], "input 'target' must broadcast to input's shape"),
-    ("BinaryCrossEntropyBackward", [(), (1, 3), (4, 3), None],
-     "input 'target' must broadcast to input's shape without enlarging it"),
-    ("BinaryCrossEntropyBackward", [(2, 3), (1, 3), (1, 3), None],
-     "input 'grad_output' must broadcast to input's shape without enlarging it"),
-    ("BinaryCrossEntropyWithLogitsBackward", [(), (4, 3), (1, 3), None, None],
-     "input 'target' must have exactly input's shape"),
-    ("KlDivBackward", [(), (4, 3), (2, 3)], "inputs 'input' and 'target' must broadcast"),
-    ("KlDivBackward", [(2, 3), (1, 3), (1, 3)], "input 'grad_output' must broadcast to the broadcast shape of "
-                                                "'input' and 'target' without enlarging it"),
-    ("KlDiv", [(4, 3), (2, 3)], "inputs 'input' and 'target' must broadcast"),
-]
+def bad_shapes(op: OpDef) -> list[tuple[str, list, str]]:
+    """Shapes the contract rejects, one per rule an input of `op` has (and both ways a weight can break its
+    rule), hidden from shape inference by symbolic dims (a rank that differs is not: shape inference rejects
+    it): (operator, input shapes, the rule the failing guard node is named with). Optional inputs not under
+    test are absent; grad_output is a scalar where it is not."""
+    spans = any(i.shape == BROADCAST for i in op.inputs)
+    where = "the broadcast shape of 'input' and 'target'" if spans else "input's shape"
+
+    def shapes(**given) -> list:
+        return [given.get(i.name, None if i.optional else () if i.shape == FITS else (1, 3)) for i in op.inputs]
+
+    cases = []
+    for i in op.inputs:
+        if i.shape == EXACT:
+            cases.append((op.name, shapes(input=(4, 3), **{i.name: (1, 3)}),
+                          f"input '{i.name}' must have exactly input's shape"))
+        elif i.shape == BROADCAST:
+            cases.append((op.name, shapes(input=(4, 3), **{i.name: (2, 3)}),
+                          f"inputs 'input' and '{i.name}' must broadcast"))
+        elif i.shape == FITS:
+            cases.append((op.name, shapes(**{i.name: (4, 3)}),
+                          f"input '{i.name}' must broadcast to {where} without enlarging it"))
+            three = {j.name: (3,) for j in op.inputs if j.shape in (PRINCIPAL, EXACT, BROADCAST)}
+            cases.append((op.name, shapes(**three, **{i.name: (2,)}), f"input '{i.name}' must broadcast to {where}"))
+    return cases
+
+
+BAD_SHAPES = [case for op in opset.OPS.values() for case in bad_shapes(op)]
 
 
 @pytest.mark.parametrize(("op", "shapes", "rule"), BAD_SHAPES, ids=[f"{c[0]}-{k}" for k, c in enumerate(BAD_SHAPES)])
@@ -60,9 +66,12 @@ def test_decomposition_rejects_what_the_kernels_reject(op, shapes, rule):
     attrs = {"reduction": "none"} if "reduction" in opset.get(op).defaults() else {}
     model, feeds = node_model(op, inputs, "float32", attrs, symbolic=True)
     # the failing node's name is the rule; onnxruntime prefixes names of inlined function nodes
-    with pytest.raises(Exception, match=re.escape(f"{op}: {rule}") + r"( \(the sizes onnxruntime names are each "
-                       r"dimension plus 2\))?'"):
+    failing_rule = re.escape(f"{op}: {rule}") + r"( \(the sizes onnxruntime names are each dimension plus 2\))?'"
+    with pytest.raises(Exception, match=failing_rule):
         _plain(model).run(None, feeds)
+    lowered = onnxruntime.InferenceSession(lower(model)[0].SerializeToString(), providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception, match=failing_rule):  # where the formula reads no value of the input too
+        lowered.run(None, feeds)
     with pytest.raises(Exception, match=f"{op}: input"):
         InferenceSession(model.SerializeToString(), mode="kernels").run(None, feeds)
 

@@ -65,13 +65,13 @@ def _case(op_name: str, seed: int):
     return inputs, attrs, str(r.choice(list(DTYPES))), full
 
 
-def _summed(op_name: str, attrs: dict, full: tuple[int, ...], input_shape: tuple[int, ...]) -> int:
+def _summed(op_name: str, attrs: dict, full: tuple[int, ...], inputs: list) -> int:
     """Terms summed into an output element: all of them for a reduced loss, the broadcast ones for a sum-back."""
-    n = int(np.prod(full))
-    if opset.get(op_name).reduces and attrs["reduction"] != "none":
+    op, n = opset.get(op_name), int(np.prod(full))
+    if op.reduces and attrs["reduction"] != "none":
         return n
-    if opset.get(op_name).output_shape == "input":
-        return n // max(int(np.prod(input_shape)), 1)
+    if op.output_input is not None:
+        return n // max(inputs[op.output_input].size, 1)
     return 0
 
 
@@ -93,7 +93,7 @@ def test_fuzz_against_pytorch(op_name, seed):
     rounded = [None if a is None else a.astype(np.float64) for a in inputs]
     expected = ORACLES[op_name](*rounded, **attrs)
     ok, _, message = compare(in_ort, np.asarray(expected, np.float64), dtype,
-                                _summed(op_name, attrs, full, inputs[opset.get(op_name).principal].shape),
+                                _summed(op_name, attrs, full, inputs),
                                 oracle_error(op_name, rounded, attrs),
                                 magnitude=term_magnitude(op_name, rounded, attrs))
     assert ok, f"{dtype} {attrs} shapes {[None if a is None else a.shape for a in inputs]}: {message}"

@@ -73,10 +73,10 @@ def thresholds(op_name: str, dtype: str) -> list[Point]:
 
 
 def sums_back(op_name: str) -> bool:
-    """Whether the operator's output (`input`'s shape) sums back what an input broadcasting it up computes over
-    (KlDivBackward: `target` may enlarge `input`)."""
+    """Whether the operator's output (an input's shape: its gradient) sums back what another input broadcasting
+    it up computes over (KlDivBackward: `target` may enlarge `input`; KlDivTargetBackward the other way)."""
     op = opset.get(op_name)
-    return op.output_shape == "input" and any(i.shape == BROADCAST for i in op.inputs)
+    return op.output_shape != "full" and any(i.shape == BROADCAST for i in op.inputs)
 
 
 def sumback_points(op_name: str) -> list[Point]:
@@ -94,20 +94,21 @@ def layouts(op_name: str) -> tuple[str, ...]:
 
 def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spec:
     """One node on `point`'s shape: inputs that broadcast take `layout`; grad_output is a scalar where the
-    loss was reduced. A sum-back layout shrinks `input` instead (target keeps the full shape)."""
+    loss was reduced. A sum-back layout shrinks the input whose gradient the output is instead (the other one
+    keeps the full shape)."""
     op = opset.get(op_name)
     r = np.random.default_rng(seed)
     full = (point.rows, point.columns)
     forms = {"full": full, "per-class": (point.columns,), "per-row": (point.rows, 1), "scalar": (), "absent": None}
     shrunk = {"sum-rows": (1, point.columns), "sum-columns": (point.rows, 1), "sum-added-axis": (point.columns,)}
-    principal = shrunk.get(layout, full)
+    output = shrunk.get(layout, full)
     inputs = []
     for i in op.inputs:
-        if i.name == "input":
-            shape = principal
-        elif i.shape == EXACT or (i.shape == BROADCAST and layout in shrunk):
+        if i.name == op.output_shape:
+            shape = output
+        elif i.shape == EXACT or i.name == "input" or (i.shape == BROADCAST and layout in shrunk):
             shape = full
-        elif i.name == "grad_output" and attrs.get("reduction", "mean") != "none" and op.output_shape == "input":
+        elif i.name == "grad_output" and attrs.get("reduction", "mean") != "none" and op.output_shape != "full":
             shape = ()  # the gradient of a reduced loss
         elif layout in shrunk:
             shape = full if i.name == "grad_output" else None if i.optional else ()
@@ -116,9 +117,9 @@ def spec(op_name: str, point: Point, layout: str, attrs: dict, seed: int) -> Spe
         domain = LOG_PROBABILITY if attrs.get("log_target") and i.name == "target" else i.domain
         inputs.append(None if shape is None else draw(r, domain, shape))
     n = point.n
-    out = int(np.prod(principal))
+    out = int(np.prod(output))
     reduced = op.reduces and attrs.get("reduction", "mean") != "none"
-    summed = n if reduced else (n // max(out, 1) if op.output_shape == "input" and out < n else 0)
+    summed = n if reduced else (n // max(out, 1) if op.output_shape != "full" and out < n else 0)
     return Spec(f"{op_name}_{point.name}_{layout}", op_name, inputs, attrs, summed)
 
 

@@ -37,7 +37,7 @@ def missing_layers(name: str, specs=None) -> list[str]:
             translation(op, torch_name)
         except ValueError:
             missing.append(f"PyTorch op {torch_name} (converters/torch_ops.py, torch.library.custom_op)")
-    backward_of = {o.gradient.backward for o in opset.OPS.values() if o.gradient}
+    backward_of = {g.backward for o in opset.OPS.values() for g in (o.gradient, o.target_gradient) if g}
     if op.aclnn is None and op.gradient is None and name not in backward_of:
         missing.append("aclnn API or a place in the gradient table (OpDef)")
     return missing
@@ -47,25 +47,44 @@ def missing_layers(name: str, specs=None) -> list[str]:
 def test_every_operator_has_every_layer(name):
     op = opset.OPS[name]
     assert not missing_layers(name), f"{name} lacks: {'; '.join(missing_layers(name))}"
-    if op.gradient:
-        assert op.gradient.backward in opset.OPS, f"{name}'s gradient {op.gradient.backward} is not an operator"
+    for gradient in (op.gradient, op.target_gradient):
+        if gradient:
+            assert gradient.backward in opset.OPS, f"{name}'s gradient {gradient.backward} is not an operator"
+            assert set(gradient.inputs) <= {"grad_output"} | {i.name for i in op.inputs}, gradient
 
 
-def test_adding_an_operator_walkthrough(monkeypatch):
-    """Adding an operator, walked through with a dummy one (a copy of KlDiv's record under a new name): the
-    record alone is caught with every layer it lacks, and each addition removes one, until none is missing.
-    The files a new operator touches: its three modules (record, tile, conformance module) and, where aten has
-    no op for it, a PyTorch op; its schema, shape inference, decomposition, validation, docs, aclnn mapping,
-    export translation, CLI choices and onnx.reference op come from the record, and every registry finds the
-    modules by the operator's name."""
+# the PyTorch op each walkthrough's dummy is: the signature of the operator it copies
+def _dummy_kl_div(input: torch.Tensor, target: torch.Tensor, reduction: int, log_target: bool) -> torch.Tensor:
+    return torch.nn.functional.kl_div(input, target, reduction=opset.spec.REDUCTIONS[reduction], log_target=log_target)
+
+
+def _dummy_smooth_l1(input: torch.Tensor, target: torch.Tensor, reduction: int, beta: float) -> torch.Tensor:
+    return torch.nn.functional.smooth_l1_loss(input, target, reduction=opset.spec.REDUCTIONS[reduction], beta=beta)
+
+
+DUMMIES = {"KlDiv": _dummy_kl_div, "SmoothL1Loss": _dummy_smooth_l1}  # an enum attribute; a float one
+
+
+@pytest.mark.parametrize("template", list(DUMMIES))
+def test_adding_an_operator_walkthrough(monkeypatch, template):
+    """Adding an operator, walked through with a dummy one (a copy of `template`'s record under a new name: one
+    with an enum attribute, one with a float attribute): the record alone is caught with every layer it lacks,
+    and each addition removes one, until none is missing; then its decomposition runs, held to its oracle. The
+    files a new operator touches: its three modules (record, tile, conformance module) and, where aten has no
+    op for it, a PyTorch op; its schema, shape inference, decomposition, validation, docs, aclnn mapping, export
+    translation, CLI choices and onnx.reference op come from the record, and every registry finds the modules
+    by the operator's name."""
     import dataclasses
     import sys
     import types
 
+    from lossops.conformance.backends import BACKENDS
+    from lossops.conformance.cases import spec_case
     from lossops.conformance.specs import Spec
 
-    kl = opset.OPS["KlDiv"]
-    dummy = dataclasses.replace(kl, name="DummyLoss", torch=("lossops::dummy_loss",), aclnn=None, gradient=None)
+    base = opset.OPS[template]
+    torch_name = f"lossops::dummy_{template.lower()}"
+    dummy = dataclasses.replace(base, name="DummyLoss", torch=(torch_name,), aclnn=None, gradient=None)
     monkeypatch.setitem(opset.OPS, "DummyLoss", dummy)
     specs = node_specs()
     assert missing_layers("DummyLoss", specs) == [
@@ -73,24 +92,24 @@ def test_adding_an_operator_walkthrough(monkeypatch):
         "PyTorch oracle (conformance/ops/<operator>.py, oracle)",
         "conformance cases (conformance/ops/<operator>.py, specs)",
         "bench baseline (conformance/ops/<operator>.py, eager)",
-        "PyTorch op lossops::dummy_loss (converters/torch_ops.py, torch.library.custom_op)",
+        f"PyTorch op {torch_name} (converters/torch_ops.py, torch.library.custom_op)",
         "aclnn API or a place in the gradient table (OpDef)",
     ]
-    monkeypatch.setitem(KERNELS, "DummyLoss", KERNELS["KlDiv"])
+    monkeypatch.setitem(KERNELS, "DummyLoss", KERNELS[template])
     cases = types.ModuleType("lossops.conformance.ops.dummy_loss")  # conformance/ops/dummy_loss.py
-    kl_cases = ops.module("KlDiv")
-    cases.oracle, cases.eager = kl_cases.oracle, kl_cases.eager
-    cases.specs = lambda: [Spec("dummy", "DummyLoss", next(s for s in specs if s.op == "KlDiv").inputs)]
+    template_cases = ops.module(template)
+    cases.oracle, cases.eager = template_cases.oracle, template_cases.eager
+    like = next(s for s in specs if s.op == template and s.attrs.get("beta", 0) != 1.0)
+    cases.specs = lambda: [Spec("dummy", "DummyLoss", like.inputs, like.attrs, like.summed)]
     monkeypatch.setitem(sys.modules, cases.__name__, cases)
     specs = [*specs, *cases.specs()]
-    if not hasattr(torch.ops.lossops, "dummy_loss"):  # a PyTorch op stays defined for the process
-        torch.library.custom_op("lossops::dummy_loss", mutates_args=())(_dummy_loss)
-    monkeypatch.setitem(opset.OPS, "DummyLoss", dataclasses.replace(dummy, gradient=kl.gradient))  # KlDivBackward
+    if not hasattr(torch.ops.lossops, torch_name.split("::")[1]):  # a PyTorch op stays defined for the process
+        torch.library.custom_op(torch_name, mutates_args=())(DUMMIES[template])
+    monkeypatch.setitem(opset.OPS, "DummyLoss", dataclasses.replace(dummy, gradient=base.gradient))
     assert missing_layers("DummyLoss", specs) == []
-
-
-def _dummy_loss(input: torch.Tensor, target: torch.Tensor, reduction: int, log_target: bool) -> torch.Tensor:
-    return torch.nn.functional.kl_div(input, target, reduction=opset.spec.REDUCTIONS[reduction], log_target=log_target)
+    case = spec_case(cases.specs()[0], "float32")  # its decomposition runs from the record alone
+    ok, _, message = case.check(BACKENDS["decomposition"](case.model, case.inputs))
+    assert ok, message
 
 
 def test_a_kernel_with_more_parameters_than_the_plan_carries_is_refused(monkeypatch):

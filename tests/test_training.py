@@ -49,17 +49,24 @@ def forward_inputs(op_name: str, r: np.random.Generator) -> list[np.ndarray]:
     return [draw(r, i.domain, (4,) if i.shape == FITS else (3, 4)) for i in opset.get(op_name).inputs]
 
 
-CASES = [(op, attrs) for op in FORWARDS for attrs in attribute_settings(op)]
+def gradient_of(op_name: str, wrt: str) -> opset.spec.Gradient:
+    """The record's gradient table entry for `wrt` ("input" or "target")."""
+    op = opset.get(op_name)
+    return op.gradient if wrt == "input" else op.target_gradient
 
 
-def gradient_node(forward: onnx.NodeProto, grad_output: str, grad_input: str) -> onnx.NodeProto:
-    """The backward node of a forward lossops node, wired as its record's `gradient` says."""
-    op = opset.get(forward.op_type)
+CASES = [(op, attrs, wrt) for op in FORWARDS for attrs in attribute_settings(op) for wrt in ("input", "target")
+         if gradient_of(op, wrt)]
+
+
+def gradient_node(forward: onnx.NodeProto, grad_output: str, grad_input: str, wrt: str = "input") -> onnx.NodeProto:
+    """The backward node of a forward lossops node for the gradient of `wrt`, wired as its record says."""
+    op, gradient = opset.get(forward.op_type), gradient_of(forward.op_type, wrt)
     given = dict(zip([i.name for i in op.inputs], forward.input, strict=False))
-    inputs = [grad_output if name == "grad_output" else given.get(name, "") for name in op.gradient.inputs]
+    inputs = [grad_output if name == "grad_output" else given.get(name, "") for name in gradient.inputs]
     while inputs and not inputs[-1]:
         inputs.pop()
-    return opset.make_node(op.gradient.backward, inputs, [grad_input], **opset.node_attributes(forward))
+    return opset.make_node(gradient.backward, inputs, [grad_input], **opset.node_attributes(forward))
 
 
 def _run_op(op: str, inputs: list[np.ndarray], attrs: dict, backend: str = "kernels") -> np.ndarray:
@@ -67,41 +74,46 @@ def _run_op(op: str, inputs: list[np.ndarray], attrs: dict, backend: str = "kern
     return BACKENDS[backend](model, list(feeds.values()))
 
 
-def _gradient(op: str, inputs: list[np.ndarray], attrs: dict, grad_output: np.ndarray, backend: str) -> np.ndarray:
-    """d loss / d input through the gradient table's node."""
+def _gradient(op: str, inputs: list[np.ndarray], attrs: dict, grad_output: np.ndarray, backend: str,
+              wrt: str = "input") -> np.ndarray:
+    """d loss / d wrt through the gradient table's node."""
     forward = opset.make_node(op, [i.name for i in opset.get(op).inputs][:len(inputs)], ["loss"], **attrs)
-    node = gradient_node(forward, "grad_output", "grad_input")
+    node = gradient_node(forward, "grad_output", "grad_input", wrt)
     backward = node.op_type
     by_name = dict(zip([i.name for i in opset.get(op).inputs], inputs, strict=False)) | {"grad_output": grad_output}
-    args = [by_name.get(n) for n in opset.get(op).gradient.inputs]
+    args = [by_name.get(n) for n in gradient_of(op, wrt).inputs]
     model, feeds = node_model(backward, args, "float64", opset.node_attributes(node))
     return BACKENDS[backend](model, list(feeds.values()))
 
 
 @pytest.mark.parametrize("backend", ["kernels", "decomposition"])
-@pytest.mark.parametrize(("op", "attrs"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES])
-def test_gradient_against_autograd_and_finite_differences(op, attrs, backend):
-    """d loss / d input through the gradient table's node, for every forward operator and attribute setting:
-    against PyTorch autograd of the operator's oracle, and against central differences of the operator."""
+@pytest.mark.parametrize(("op", "attrs", "wrt"), CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
+def test_gradient_against_autograd_and_finite_differences(op, attrs, wrt, backend):
+    """d loss / d input (and d loss / d target, where the record has a node for it) through the gradient
+    table's node, for every forward operator and attribute setting: against PyTorch autograd of the operator's
+    oracle, and against central differences of the operator."""
     inputs = forward_inputs(op, np.random.default_rng(0))
     loss = _run_op(op, inputs, attrs, backend)
     rng = np.random.default_rng(1)
     grad_output = rng.normal(size=loss.shape)
-    got = _gradient(op, inputs, attrs, grad_output, backend)
+    got = _gradient(op, inputs, attrs, grad_output, backend, wrt)
 
-    x = torch.tensor(inputs[0], requires_grad=True)
-    value = ORACLES[op](x, *inputs[1:], **opset.get(op).resolve(attrs))
-    (expected,) = torch.autograd.grad(value, x, torch.tensor(grad_output))
+    k = 0 if wrt == "input" else 1
+    args = [torch.tensor(a) if a is not None else None for a in inputs]
+    args[k].requires_grad_(True)
+    value = ORACLES[op](*args, **opset.get(op).resolve(attrs))
+    (expected,) = torch.autograd.grad(value, args[k], torch.tensor(grad_output))
     np.testing.assert_allclose(got, expected.numpy(), rtol=1e-12, atol=1e-14)
 
-    # central differences of the lossops forward itself, d <grad_output, loss> / d input
+    # central differences of the lossops forward itself, d <grad_output, loss> / d wrt
     eps = 1e-6
-    numeric = np.zeros_like(inputs[0])
-    for index in np.ndindex(inputs[0].shape):
-        plus, minus = inputs[0].copy(), inputs[0].copy()
-        plus[index] += eps
-        minus[index] -= eps
-        delta = _run_op(op, [plus, *inputs[1:]], attrs) - _run_op(op, [minus, *inputs[1:]], attrs)
+    numeric = np.zeros_like(inputs[k])
+    for index in np.ndindex(inputs[k].shape):
+        plus, minus = list(inputs), list(inputs)
+        plus[k], minus[k] = inputs[k].copy(), inputs[k].copy()
+        plus[k][index] += eps
+        minus[k][index] -= eps
+        delta = _run_op(op, plus, attrs) - _run_op(op, minus, attrs)
         numeric[index] = np.sum(grad_output * delta) / (2 * eps)
     np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
 

@@ -5,6 +5,7 @@ changes, reproducible dropout, attention with masks, a distillation teacher that
 from __future__ import annotations
 
 import copy
+import itertools
 import logging
 import warnings
 
@@ -354,7 +355,10 @@ def test_a_pytorch_loss_trains_as_its_lossops_nodes(op):
 
 
 # losses whose target comes from trained parameters: PyTorch gives those a gradient through it (it refuses one
-# for BCE's weight and pos_weight)
+# for BCE's weight and pos_weight). KL and BCE with logits train it through their target-backward nodes.
+TARGET_NODES = {"kl_div": {"KlDiv", "KlDivBackward", "KlDivTargetBackward"},
+                "bce_with_logits": {"BinaryCrossEntropyWithLogits", "BinaryCrossEntropyWithLogitsBackward",
+                                    "BinaryCrossEntropyWithLogitsTargetBackward"}}
 TRAINED_TARGETS = {
     "kl_div batchmean, teacher's probabilities": lambda out, y: F.kl_div(
         F.log_softmax(out[0], -1), F.softmax(out[1], -1), reduction="batchmean"),
@@ -374,12 +378,14 @@ TRAINED_TARGETS = {
 @pytest.mark.parametrize("loss_fn", list(TRAINED_TARGETS.values()), ids=list(TRAINED_TARGETS))
 def test_a_trained_target_gets_its_gradient(loss_fn):
     """Distillation with a teacher that trains too: every parameter PyTorch trains is trained by the step, as
-    PyTorch trains it (the lossops ops' backward is the input's only, so these calls stay PyTorch's own loss
-    in the step)."""
+    PyTorch trains it; KL's and BCE-with-logits' target gradient is their lossops target-backward node."""
     torch.manual_seed(0)
     model = _TeacherAndStudent()
     batches = [((torch.randn(6, 4),), ((torch.rand(6, 3) < 0.5).float(),)) for _ in range(3)]
     step = _export(model, loss_fn, batches[0], SGD(lr=0.5))
+    name = next(n for n, f in TRAINED_TARGETS.items() if f is loss_fn)
+    nodes = {n.op_type for n in step.model.graph.node if n.domain == opset.DOMAIN}
+    assert nodes == TARGET_NODES.get(name.split()[0], nodes), nodes
     probe = copy.deepcopy(model)
     loss_fn(probe(*batches[0][0]), *batches[0][1]).backward()
     assert sorted(step.trained) == sorted(n for n, p in probe.named_parameters() if p.grad is not None)
@@ -392,29 +398,39 @@ def test_a_trained_target_gets_its_gradient(loss_fn):
 def test_a_step_that_leaves_a_parameter_untrained_is_refused(monkeypatch):
     """The check against PyTorch compares the parameters the step trains, and refuses a step that computes no
     gradient for one PyTorch trains (as the export did for a teacher's target before the losses that need
-    one stayed PyTorch's own): made here by routing them to the lossops op and its input-only backward."""
+    one stayed PyTorch's own): made here by routing L1 to the lossops op and its input-only backward."""
     from lossops.converters import torch_ops
     from lossops.converters.training import StepCheckError
 
-    monkeypatch.setattr(torch_ops, "_other_gradient", lambda bound: False)
-    monkeypatch.setattr(torch_ops, "_input_gradient_only", lambda ctx, op, names: None)
+    monkeypatch.setattr(torch_ops, "_other_gradient", lambda bound, computed: False)
+    monkeypatch.setattr(torch_ops, "_computed_gradients_only", lambda ctx, op, names: None)
     torch.manual_seed(0)
-    loss_fn = TRAINED_TARGETS["kl_div batchmean, teacher's probabilities"]
+    loss_fn = TRAINED_TARGETS["l1_loss mean, teacher's outputs"]
     with pytest.raises(StepCheckError, match=r"gives teacher\.weight, teacher\.bias a gradient .* computes none"):
         _export(_TeacherAndStudent(), loss_fn, ((torch.randn(6, 4),), (torch.zeros(6, 3),)), SGD(lr=0.5))
 
 
 def test_the_lossops_ops_refuse_a_gradient_they_do_not_compute():
-    """Called directly, a lossops custom op whose target needs a gradient says so when the backward runs,
-    naming the op and the input, instead of leaving that gradient out."""
+    """Called directly, a lossops custom op whose target (or weight) needs a gradient it does not compute says
+    so when the backward runs, naming the op and the input, instead of leaving that gradient out; KL's and
+    BCE-with-logits' target gradient is autograd's."""
     from lossops.converters import torch_ops  # noqa: F401 - defines torch.ops.lossops.*
 
     x, t = torch.randn(4, 3, requires_grad=True), torch.rand(4, 3, requires_grad=True)
-    loss = torch.ops.lossops.kl_div(F.log_softmax(x, -1), t, 1, False)
-    with pytest.raises(NotImplementedError, match=r"lossops::kl_div: .* gradient of `target` is needed"):
-        loss.backward()
-    loss = torch.ops.lossops.binary_cross_entropy_with_logits(x, t, None, None, 1)
-    with pytest.raises(NotImplementedError, match=r"binary_cross_entropy_with_logits: .* of `target` is needed"):
+    w = torch.rand(3, requires_grad=True)
+    for reduction, log_target in itertools.product(range(4), (False, True)):
+        mode = opset.spec.REDUCTIONS[reduction]
+        with warnings.catch_warnings():  # torch warns that 'mean' is not 'batchmean'; both are tested on purpose
+            warnings.simplefilter("ignore", UserWarning)
+            got = torch.autograd.grad(torch.ops.lossops.kl_div(x, t, reduction, log_target).sum(), (x, t))
+            expected = torch.autograd.grad(F.kl_div(x, t, reduction=mode, log_target=log_target).sum(), (x, t))
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
+    for pos_weight in (None, w.detach() + 0.5):
+        got = torch.autograd.grad(torch.ops.lossops.binary_cross_entropy_with_logits(x, t, None, pos_weight, 1), t)
+        expected = torch.autograd.grad(F.binary_cross_entropy_with_logits(x, t, pos_weight=pos_weight), t)
+        torch.testing.assert_close(got, expected, rtol=1e-6, atol=1e-7)
+    loss = torch.ops.lossops.binary_cross_entropy_with_logits(x, t, w, None, 1)
+    with pytest.raises(NotImplementedError, match=r"binary_cross_entropy_with_logits: .* of `weight` is needed"):
         loss.backward()
     loss = torch.ops.lossops.l1_loss(x, t, 1)
     with pytest.raises(NotImplementedError, match=r"lossops::l1_loss: .* gradient of `target` is needed"):

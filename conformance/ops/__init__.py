@@ -60,16 +60,20 @@ def result(t):
     return t if t.requires_grad else t.numpy()
 
 
-def input_gradient(loss, grad_output, input, target, **attributes):
-    """The gradient of PyTorch's `loss(input, target, **attributes)` with respect to `input`, fed `grad_output`,
-    in float64: the oracle of a pointwise loss's backward."""
+def input_gradient(loss, grad_output, input, target, *, of: str = "input", **arguments):
+    """The gradient of PyTorch's `loss(input, target, **arguments)` with respect to `input` (or, with
+    `of="target"`, to `target`), fed `grad_output`, in float64: the oracle of a loss's backward. Array
+    arguments (weights) become tensors."""
     import warnings
 
+    import numpy as np
     import torch
 
-    x = tensor(input).requires_grad_(True)
+    x, t = tensor(input), tensor(target)
+    wrt = (x if of == "input" else t).requires_grad_(True)
+    arguments = {k: tensor(v) if isinstance(v, np.ndarray) else v for k, v in arguments.items()}
     with warnings.catch_warnings():  # torch warns when target's size differs from input's: tested on purpose
         warnings.simplefilter("ignore", UserWarning)
-        value = loss(x, tensor(target), **attributes)
-    (grad_input,) = torch.autograd.grad(value, x, tensor(grad_output).expand(value.shape))
-    return grad_input.numpy()
+        value = loss(x, t, **arguments)
+    (grad,) = torch.autograd.grad(value, wrt, tensor(grad_output).expand(value.shape))
+    return grad.numpy()

@@ -16,8 +16,8 @@ def oracle(input, target, weight=None, pos_weight=None, *, reduction):
     loss = F.binary_cross_entropy_with_logits(x, y, weight=w, pos_weight=p, reduction="none")
     # lossops' one departure from PyTorch (the operator's doc): at an infinite logit with a finite target the
     # loss's limit, the coefficient of x's side times inf (0 where it is 0), where PyTorch's formula gives NaN
-    one = torch.ones((), dtype=torch.float64)
-    side = torch.where(x > 0, 1 - y, (one if p is None else p) * y)
+    one, y_ = torch.ones((), dtype=torch.float64), y.detach()  # no gradient through the limit (inf * 0)
+    side = torch.where(x > 0, 1 - y_, (one if p is None else p) * y_)
     limit = torch.where(side == 0, 0.0, side * torch.inf)
     if w is not None:
         limit = torch.where(w == 0, 0.0, limit * w)

@@ -158,7 +158,7 @@ def planner(address):
     w = view(address, PLAN_WORDS, np.int64)
     names = view(address + NAMES, NAMES_BYTES, np.uint8)
     n_inputs, principal, task_tiles = w[OP + OP_INPUTS], w[OP + OP_PRINCIPAL], w[OP + OP_TASK_TILES]
-    reduces, output_input = w[OP + OP_REDUCES] != 0, w[OP + OP_OUTPUT_INPUT] != 0
+    reduces, output_input = w[OP + OP_REDUCES] != 0, w[OP + OP_OUTPUT_INPUT]
     roles = w[OP + OP_ROLES:OP + OP_ROLES + MAX_INPUTS]
     optional = w[OP + OP_OPTIONAL:OP + OP_OPTIONAL + MAX_INPUTS]
     reads = w[OP + OP_READS:OP + OP_READS + MAX_INPUTS]
@@ -229,17 +229,17 @@ def planner(address):
             n *= full[d]
     w[N] = 0 if empty else n
 
-    # the output: a scalar loss, the input's shape (summed back where F is larger), or F
-    same_as_input = rank == s_rank
-    for d in range(min(rank, s_rank)):
-        same_as_input = same_as_input and full[d] == s_dims[d]
+    # the output: a scalar loss, an input's shape (its gradient: summed back where F is larger), or F
     if reduces and w[REDUCTION] != _NONE:
         w[MODE], w[OUT_RANK] = REDUCE, 0
     elif output_input:
-        w[MODE] = ELEMENTWISE if same_as_input else SUMBACK
-        w[OUT_RANK] = s_rank
-        for d in range(s_rank):
-            w[OUT_DIMS + d] = s_dims[d]
+        o = _operand(output_input - 1)
+        o_rank = w[o + O_RANK]
+        same = rank == o_rank
+        for d in range(o_rank):
+            same = same and full[d] == w[o + O_DIMS + d]
+            w[OUT_DIMS + d] = w[o + O_DIMS + d]
+        w[MODE], w[OUT_RANK] = ELEMENTWISE if same else SUMBACK, o_rank
     else:
         w[MODE], w[OUT_RANK] = ELEMENTWISE, rank
         for d in range(rank):
@@ -548,7 +548,7 @@ def _task_for(op_name: str):
                 else:
                     partials[t // chunk] += tile_sum(result, 0, m)
             else:
-                _scatter_add(w, _operand(principal), lo, m, result, acc)
+                _scatter_add(w, _operand(w[OP + OP_OUTPUT_INPUT] - 1), lo, m, result, acc)
         if streams:
             stream_fence()
 

@@ -85,8 +85,9 @@ assert set(_FIELDS) == set(PLAN.names) - {"names", "message"}, set(PLAN.names) ^
  OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
  OPERANDS, OP) = (_word(PLAN, f) for f in _FIELDS)
 NAMES, MESSAGE = PLAN.fields["names"][1], PLAN.fields["message"][1]  # in bytes
-# the words of `op`: input count, principal input, reduces, output shaped as the input, tiles per task, then per
-# input slot its shape rule (RULE_CODES), whether it is optional, whether the loop reads its data
+# the words of `op`: input count, principal input, reduces, 1 + the input whose shape the output has (0: F),
+# tiles per task, then per input slot its shape rule (RULE_CODES), whether it is optional, whether the loop
+# reads its data
 OP_WORDS = PLAN.fields["op"][0].shape[0]
 OP_INPUTS, OP_PRINCIPAL, OP_REDUCES, OP_OUTPUT_INPUT, OP_TASK_TILES = range(5)
 OP_ROLES, OP_OPTIONAL, OP_READS = 5, 5 + MAX_INPUTS, 5 + 2 * MAX_INPUTS
@@ -114,7 +115,8 @@ STATE_WORDS = S_PARAMS + MAX_PARAMS
 def op_description(op: OpDef, reads: tuple[bool, ...], task_tiles: int) -> np.ndarray:
     """The PLAN's `op` words of an operator whose loop reads the inputs flagged in `reads` (per slot)."""
     pad = MAX_INPUTS - len(op.inputs)
-    words = [len(op.inputs), op.principal, op.reduces, op.output_shape == "input", task_tiles,
+    words = [len(op.inputs), op.principal, op.reduces,
+             0 if op.output_input is None else 1 + op.output_input, task_tiles,
              *(RULE_CODES[i.shape] for i in op.inputs), *(0,) * pad,
              *(i.optional for i in op.inputs), *(True,) * pad, *reads]
     return np.array(words, np.int64)

@@ -1,0 +1,1 @@
+Bgrad_outputJP¿4>”î¿

@@ -1,0 +1,4 @@
+
+B
+pos_weightJ
+>ƒ<oA+<±<

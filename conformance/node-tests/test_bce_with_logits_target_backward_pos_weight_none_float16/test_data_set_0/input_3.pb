@@ -1,0 +1,4 @@
+
+B
+pos_weightJ
+.A	8.<ÕAn>

@@ -1,0 +1,4 @@
+
+B
+pos_weightJ
+<§9b<ñ>)A

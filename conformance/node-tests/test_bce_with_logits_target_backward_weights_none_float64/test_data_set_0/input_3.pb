@@ -1,0 +1,1 @@
+BweightJ ‹ ld@³ë?Ö…Ìs¯×?¤kQY?wç?­K'XUæ?

@@ -1,0 +1,1 @@
+Bgrad_outputJ0P…ßfÒ?sìßš±?x0q^çrâ?e×ğsì?†,qwk±ú?µ–üMü&±¿

@@ -1,0 +1,1 @@
+BoutputJÏX√3u?@

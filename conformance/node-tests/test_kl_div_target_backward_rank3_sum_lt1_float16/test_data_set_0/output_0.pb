@@ -1,0 +1,2 @@
+
+BoutputJ(AÎFC²A.gDú>v@#E	ChDÖEj@H

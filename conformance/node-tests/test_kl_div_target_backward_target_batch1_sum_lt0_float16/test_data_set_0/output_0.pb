@@ -1,0 +1,3 @@
+
+BoutputJ
+öIVIWÇV?¨G

@@ -1,0 +1,1 @@
+Bgrad_outputJˆ½a¿R¿K¾Ä¿?º¿
