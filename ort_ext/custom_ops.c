@@ -11,7 +11,8 @@
  *
  * The machine code is not in this file: the first registration chooses the kernel library of the best level
  * this CPU runs (its /proc/cpuinfo flags decide, as in machine_code.py; LOSSOPS_KERNELS may name another it
- * runs), checks its size and its stamp and level, and loads it. The kernel ORT runs is that library's
+ * runs), checks its size and SHA-256 digest (as the build recorded them) and then its stamp and level, and loads
+ * it. The kernel ORT runs is that library's
  * trampoline, on a state CreateKernelV2 fills exactly as ort_ext/host.py does for Python.
  */
 #define _GNU_SOURCE
@@ -68,7 +69,8 @@ struct lossops_op {
 struct lossops_level {
     const char *name, *file;
     long long size;
-    const char *flags; /* the /proc/cpuinfo flags it adds to the level before, space-separated */
+    const char *sha256; /* hex */
+    const char *flags;  /* the /proc/cpuinfo flags it adds to the level before, space-separated */
 };
 
 struct lossops_type {
@@ -162,8 +164,40 @@ static const char *my_directory(char *out, size_t n) {
     return out;
 }
 
+/* SHA-256 (FIPS 180-4) of `data`, as 64 hex digits into `hex`; SHA256_K and SHA256_H come with the tables. */
+#define ROTR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+static void sha256_block(uint32_t h[8], const unsigned char *p) {
+    uint32_t w[64];
+    for (int i = 0; i < 16; i++)
+        w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 | (uint32_t)p[4 * i + 2] << 8 | p[4 * i + 3];
+    for (int i = 16; i < 64; i++)
+        w[i] = w[i - 16] + (ROTR(w[i - 15], 7) ^ ROTR(w[i - 15], 18) ^ (w[i - 15] >> 3)) + w[i - 7] +
+               (ROTR(w[i - 2], 17) ^ ROTR(w[i - 2], 19) ^ (w[i - 2] >> 10));
+    uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4], f = h[5], g = h[6], hh = h[7];
+    for (int i = 0; i < 64; i++) {
+        uint32_t t1 = hh + (ROTR(e, 6) ^ ROTR(e, 11) ^ ROTR(e, 25)) + ((e & f) ^ (~e & g)) + SHA256_K[i] + w[i];
+        uint32_t t2 = (ROTR(a, 2) ^ ROTR(a, 13) ^ ROTR(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+        hh = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e, h[5] += f, h[6] += g, h[7] += hh;
+}
+
+static void sha256_hex(const unsigned char *data, size_t n, char hex[65]) {
+    uint32_t h[8];
+    unsigned char tail[128] = {0};
+    memcpy(h, SHA256_H, sizeof h);
+    size_t full = n - n % 64, rest = n % 64, blocks = rest < 56 ? 1 : 2;
+    for (size_t i = 0; i < full; i += 64) sha256_block(h, data + i);
+    memcpy(tail, data + full, rest);
+    tail[rest] = 0x80;
+    for (int i = 0; i < 8; i++) tail[64 * blocks - 1 - i] = (unsigned char)((uint64_t)n * 8 >> (8 * i));
+    for (size_t b = 0; b < blocks; b++) sha256_block(h, tail + 64 * b);
+    for (int i = 0; i < 8; i++) snprintf(hex + 8 * i, 9, "%08x", h[i]);
+}
+
 /* Load LEVELS[k] into `kernels`; 0, or 1 with the reason in `why`. Nothing is mapped that is not the file the
- * build wrote (a truncated library mapped by the loader would end the process at its first call). */
+ * build wrote, byte for byte (a truncated or damaged library mapped by the loader could end the process at its
+ * first call). */
 static int load(size_t k, char *why, size_t n) {
     char directory[4096], path[4200];
     if (!my_directory(directory, sizeof directory)) return snprintf(why, n, "its own path is unknown"), 1;
@@ -172,10 +206,21 @@ static int load(size_t k, char *why, size_t n) {
     FILE *file = fopen(path, "rb");
     if (!file) return snprintf(why, n, "%s cannot be read", path), 1;
     long long size = fseek(file, 0, SEEK_END) == 0 ? (long long)ftell(file) : -1;
+    unsigned char *data = size == LEVELS[k].size ? malloc((size_t)size + 1) : NULL;
+    int whole = data && fseek(file, 0, SEEK_SET) == 0 && fread(data, 1, (size_t)size, file) == (size_t)size;
     fclose(file);
-    if (size != LEVELS[k].size)
+    if (size != LEVELS[k].size) {
+        free(data);
         return snprintf(why, n, "the library for %s is damaged or replaced (%lld bytes; %lld were built)",
                         LEVELS[k].name, size, LEVELS[k].size), 1;
+    }
+    char digest[65] = "";
+    if (whole) sha256_hex(data, (size_t)size, digest);
+    free(data);
+    if (!whole) return snprintf(why, n, "%s cannot be read", path), 1;
+    if (strcmp(digest, LEVELS[k].sha256) != 0)
+        return snprintf(why, n, "the library for %s is damaged or replaced (its %lld bytes have another SHA-256 "
+                        "than the build's)", LEVELS[k].name, size), 1;
     void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!library) return snprintf(why, n, "the library for %s does not load (%s)", LEVELS[k].name, dlerror()), 1;
     const char *const *stamp = dlsym(library, "lossops_stamp"), *const *level = dlsym(library, "lossops_level");

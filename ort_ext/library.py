@@ -4,13 +4,15 @@ to the kernel libraries (ort_ext/aot.py), and `library_path()`, what every ONNX 
 Why generated: the library must check a node's attributes with the Python path's messages and hand the kernels
 the same state (ort_ext/host.py), so what it needs (each operator's inputs, optional flags, attributes with their
 kinds, allowed values, ranges, defaults and expectations; the OrtApi slots and OrtCustomOp fields of capi.py; the
-levels of machine_code.py with their files, sizes and CPU flags; the state's layout) is written into
+levels of machine_code.py with their files, sizes, SHA-256 digests and CPU flags; the state's layout) is written into
 lossops_tables.h from those sources when the wheel is built. A new operator adds no C.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -76,7 +78,25 @@ def _attribute(op, a) -> tuple[list[str], str]:
     return arrays, entry
 
 
-def tables(level_sizes: dict[str, int]) -> str:
+def _sha256_constants() -> tuple[list[int], list[int]]:
+    """SHA-256's round constants and initial hash (FIPS 180-4: the first 32 bits of the fractional parts of the
+    cube roots of the first 64 primes, and of the square roots of the first 8), computed in integers."""
+    primes = [p for p in range(2, 312) if all(p % d for d in range(2, int(p ** 0.5) + 1))][:64]
+
+    def icbrt(n: int) -> int:
+        x = 1 << ((n.bit_length() + 2) // 3)
+        while True:
+            y = (2 * x + n // (x * x)) // 3
+            if y >= x:
+                return x
+            x = y
+
+    k = [icbrt(p << 96) & 0xFFFFFFFF for p in primes]
+    h = [math.isqrt(p << 64) & 0xFFFFFFFF for p in primes[:8]]
+    return k, h
+
+
+def tables(level_files: dict[str, bytes]) -> str:
     """lossops_tables.h: everything custom_ops.c knows, from the sources that hold it."""
     from ..opset import DOMAIN, OPS
     from .kernels.registry import KERNELS
@@ -98,9 +118,15 @@ def tables(level_sizes: dict[str, int]) -> str:
     fields = [f"    {'uint32_t ' if ctype is capi.C.c_uint32 else 'void *'}{name};"
               for name, ctype in capi.OrtCustomOp._fields_]
     lines += ["typedef struct {", *fields, "} lossops_custom_op;"]
+    k, h = _sha256_constants()
+    lines.append(f"static const uint32_t SHA256_K[64] = {{{', '.join(f'0x{v:08x}' for v in k)}}};")
+    lines.append(f"static const uint32_t SHA256_H[8] = {{{', '.join(f'0x{v:08x}' for v in h)}}};")
     lines.append("static const struct lossops_level LEVELS[] = {")
-    lines += [f"    {{{_c(level)}, {_c(level_file(level))}, {level_sizes.get(level, -1)}, "
-              f"{_c(' '.join(LEVELS[level][0]))}}}," for level in LEVELS]  # -1: not built
+    for level in LEVELS:  # size -1: not built
+        data = level_files.get(level)
+        size, digest = (-1, "") if data is None else (len(data), hashlib.sha256(data).hexdigest())
+        lines.append(f"    {{{_c(level)}, {_c(level_file(level))}, {size}, {_c(digest)}, "
+                     f"{_c(' '.join(LEVELS[level][0]))}}},")
     lines.append("};")
     lines.append("static const struct lossops_type TYPES[] = {")
     lines += [f"    {{{elem}, {dtype.itemsize}}}," for elem, dtype in layout.ELEMENT_TYPES.items()]
@@ -130,8 +156,8 @@ def tables(level_sizes: dict[str, int]) -> str:
 
 def build(out: Path, work: Path) -> Path:
     """Compile custom_ops.c with its tables into `out`, next to the kernel libraries built there."""
-    sizes = {level: (out / level_file(level)).stat().st_size for level in LEVELS if (out / level_file(level)).is_file()}
-    (work / "lossops_tables.h").write_text(tables(sizes))
+    built = {level: (out / level_file(level)).read_bytes() for level in LEVELS if (out / level_file(level)).is_file()}
+    (work / "lossops_tables.h").write_text(tables(built))
     cc = os.environ.get("CC", "cc")
     if shutil.which(cc) is None:
         raise SystemExit(f"lossops: the native library needs a C compiler ({cc!r} not found; set CC)")

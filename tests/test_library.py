@@ -284,9 +284,10 @@ def test_kernels_turned_off_register_nothing():
     assert done.stdout.startswith("refused:") and "MseLoss" in done.stdout
 
 
-@pytest.mark.parametrize("damage", ["truncated", "another level's file", "stale"])
+@pytest.mark.parametrize("damage", ["truncated", "another level's file", "stale", "one bit flipped"])
 def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
-    """Every kernel library this CPU runs damaged: registration fails with one line, and the process lives on."""
+    """Every kernel library this CPU runs damaged: registration fails with one line, and the process lives on.
+    Each is refused before it is mapped: by its size, or by its SHA-256 where the size is the build's."""
     copy = tmp_path / "prebuilt"
     shutil.copytree(machine_code.LIBRARIES, copy)
     runs = [level for level in machine_code.cpu_levels() if (copy / machine_code.level_file(level)).is_file()]
@@ -297,15 +298,18 @@ def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
             path.write_bytes(data[:len(data) // 2])
         elif damage == "another level's file":  # the same size, another level's name inside
             path.write_bytes(data.replace(b"\0" + level.encode() + b"\0", b"\0" + b"x" * len(level) + b"\0"))
-        else:  # built from other sources: another stamp of the same length
+        elif damage == "stale":  # built from other sources: another stamp of the same length
             stamp = machine_code.source_stamp().encode()
             path.write_bytes(data.replace(stamp, stamp[::-1]))
+        else:  # in its machine code, where nothing else would notice before it ran
+            flipped = bytearray(data)
+            flipped[len(data) // 2] ^= 1
+            path.write_bytes(bytes(flipped))
     done = _python(_model_text(), str(copy / library.FILE))
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("refused: ") and "lossops: no kernel library here can be used: " in done.stdout
-    expected = {"truncated": "is damaged or replaced", "another level's file": "was built for",
-                "stale": "was built from other sources"}[damage]
-    assert expected in done.stdout
+    expected = "bytes; " if damage == "truncated" else "bytes have another SHA-256 than the build's"
+    assert "is damaged or replaced" in done.stdout and expected in done.stdout
     assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == len(runs) - 1  # each but the last
 
 
