@@ -9,6 +9,7 @@ refused by the op's backward elsewhere. Needs torch."""
 from __future__ import annotations
 
 from ..extras import require
+from ..opset import OPS
 from ..opset.spec import REDUCTIONS
 
 torch = require("torch", "training-step export")
@@ -32,9 +33,9 @@ def _(input, target, weight, pos_weight, reduction):
     return input.new_empty(input.shape if reduction == _NONE else ())
 
 
-# the arguments whose gradient each op's backward computes (a lossops operator for each)
-COMPUTED = {"binary_cross_entropy_with_logits": ("input", "target"), "kl_div": ("input", "target"),
-            "l1_loss": ("input",), "sigmoid_focal_loss": ("input",)}
+# the arguments whose gradient each forward op's backward computes: those its record has a gradient node for
+COMPUTED = {name.split("::")[1]: ("input", "target") if op.target_gradient else ("input",)
+            for op in OPS.values() if op.gradient for name in op.torch if name.startswith("lossops::")}
 
 
 def _computed_gradients_only(ctx, op: str, names: tuple[str, ...]) -> None:
