@@ -142,7 +142,7 @@ def _conformance(args: argparse.Namespace) -> int:
     if args.export:
         return export_suite(Path(args.export))
     return run(args.backend or (ALL_BACKENDS if args.all else DEFAULT_BACKENDS), args.k,
-               failures_only=args.failures_only)
+               failures_only=args.failures_only, sample=args.sample)
 
 
 def _convert(args: argparse.Namespace) -> int:
@@ -288,6 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
                              help="every backend, the other ONNX consumers included (those installed; minutes)")
     conformance.add_argument("-k", metavar="PATTERN", help="only cases whose name matches this regular expression")
     conformance.add_argument("--failures-only", action="store_true", help="print only the failing rows")
+    conformance.add_argument("--sample", action="store_true",
+                             help="each case in one element type, the types taking turns (a quarter of the cases)")
     conformance.add_argument("--export", metavar="DIR", help="write the suite to DIR instead of running it")
     conformance.set_defaults(fn=_conformance, own_interrupt=True)
 

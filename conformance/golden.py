@@ -6,6 +6,7 @@ whose tolerance applies, rtol/atol for runners that take those, terms summed, th
 
     python -m lossops.conformance.golden generate   # rewrite conformance/node-tests (needs torch)
     python -m lossops.conformance.golden check      # regenerate in memory, report drift; exit 1 on drift
+    python -m lossops.conformance.golden check --inputs   # the models and inputs only (no torch needed)
 
 The stored inputs are the data: the generators draw them with numpy, whose float64 exp and log take other code
 paths on other CPUs (a log-probability can come out a last bit apart), so a case regenerated on another machine
@@ -169,8 +170,9 @@ def _kept_inputs(case: Case, stored: Golden | None) -> Case:
     return dataclasses.replace(case, inputs=stored.inputs)
 
 
-def drift(root: Path = DATA_DIR) -> list[str]:
-    """Differences between the stored goldens and what the generator makes now (empty: none).
+def drift(root: Path = DATA_DIR, outputs: bool = True) -> list[str]:
+    """Differences between the stored goldens and what the generator makes now (empty: none); without `outputs`,
+    of the models and inputs only (no oracle: PyTorch is not needed).
 
     Models must be identical. Inputs, and the expected outputs computed from the stored inputs, may differ by one
     ulp of their type or by DRIFT_ULPS_64 float64 ulps, whichever is larger: numpy's and PyTorch's float64 exp
@@ -189,6 +191,8 @@ def drift(root: Path = DATA_DIR) -> list[str]:
         case = _kept_inputs(fresh[name], old)
         if case is fresh[name]:  # the stored inputs are not kept: not close to the generator's
             problems.append(f"{name}: inputs differ by more than {DRIFT_ULPS_64} float64 ulps")
+        elif not outputs:
+            continue
         elif not _close(old.expected, (remade := make(case)).expected):
             problems.append(f"{name}: expected output differs by more than one ulp")
         elif not _same(old, remade):
@@ -200,11 +204,12 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["generate"]:
         print(f"wrote {generate()} cases to {DATA_DIR}")
         return 0
-    if argv[:1] == ["check"]:
-        problems = drift()
+    if argv[:1] == ["check"] and argv[1:] in ([], ["--inputs"]):
+        problems = drift(outputs=argv[1:] != ["--inputs"])
         for p in problems:
             print(p)
-        print("goldens match the generator" if not problems else f"{len(problems)} golden(s) drifted")
+        what = "the goldens' models and inputs" if argv[1:] else "the goldens"
+        print(f"{what} match the generator" if not problems else f"{len(problems)} golden(s) drifted")
         return 1 if problems else 0
     print(__doc__)
     return 2
