@@ -19,10 +19,28 @@ def ahead_of_time() -> list[str]:
     return project["dependencies"] + project["optional-dependencies"]["jit"]
 
 
+# the architectures with machine code (lossops.ort_ext.machine_code.ARCHES, which tests/test_packaging.py holds
+# this to: the backend cannot import the package, whose imports need what the build installs)
+ARCHES = ("x86_64", "aarch64")
+
+
+def wheel_arch() -> str | None:
+    """The architecture whose machine code a wheel built here carries: LOSSOPS_WHEEL_ARCH's (aarch64, cross-compiled
+    on x86-64), else this machine's on Linux x86-64 or aarch64; None for a pure wheel (elsewhere, or LOSSOPS_AOT=0)."""
+    if os.environ.get("LOSSOPS_AOT", "1") == "0":
+        return None
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    arch = os.environ.get("LOSSOPS_WHEEL_ARCH") or arch
+    if arch not in ARCHES:
+        if "LOSSOPS_WHEEL_ARCH" in os.environ:
+            raise SystemExit(f"LOSSOPS_WHEEL_ARCH={arch!r}: lossops compiles its kernels for {', '.join(ARCHES)}")
+        return None
+    return arch if sys.platform == "linux" else None
+
+
 def prebuilt() -> bool:
-    """Whether a wheel built here carries the kernels' machine code: Linux x86-64, unless LOSSOPS_AOT=0."""
-    return (sys.platform == "linux" and platform.machine().lower() in ("x86_64", "amd64")
-            and os.environ.get("LOSSOPS_AOT", "1") != "0")
+    """Whether a wheel built here carries the kernels' machine code."""
+    return wheel_arch() is not None
 
 
 def get_requires_for_build_wheel(config_settings=None):

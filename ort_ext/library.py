@@ -20,7 +20,7 @@ from pathlib import Path
 
 from . import capi
 from .kernels import layout
-from .machine_code import ENV, LEVELS, LIBRARIES, level_file
+from .machine_code import ARCH, ARCHES, ENV, LEVELS, LIBRARIES, level_file, levels_of
 from .stamp import source_stamp
 
 FILE = "lossops_custom_ops.so"
@@ -34,7 +34,7 @@ def library_path() -> str:
     path = LIBRARIES / FILE
     if not path.is_file():
         raise RuntimeError(f"lossops: this install has no native custom-op library ({path} is missing): it comes "
-                           "with the platform wheel (Linux x86-64), or `python -m lossops.ort_ext.aot "
+                           "with the platform wheel (Linux x86-64 and aarch64), or `python -m lossops.ort_ext.aot "
                            f"{LIBRARIES}` in a checkout")
     return str(path)
 
@@ -46,6 +46,18 @@ def choice(path: str) -> str:
     chosen = ctypes.CDLL(path).lossops_library_choice
     chosen.restype = ctypes.c_char_p
     return chosen().decode()
+
+
+def compiler(arch: str) -> str:
+    """The C compiler that links for `arch`: $CC for this machine's, $CC_AARCH64 (say) or Debian's cross compiler's
+    name (`aarch64-linux-gnu-gcc`) for another. SystemExit, in one line, where there is none."""
+    variable = "CC" if arch == ARCH else f"CC_{arch.upper()}"
+    cc = os.environ.get(variable, "cc" if arch == ARCH else f"{arch}-linux-gnu-gcc")
+    if shutil.which(cc) is None:
+        package = "" if arch == ARCH else f" (Debian: apt-get install gcc-{arch.replace('_', '-')}-linux-gnu)"
+        raise SystemExit(f"lossops: building the {arch} kernels needs a C compiler for {arch}: {cc!r} not found; "
+                         f"set {variable}{package}, or build a pure wheel with LOSSOPS_AOT=0")
+    return cc
 
 
 def _c(value: str) -> str:
@@ -96,8 +108,8 @@ def _sha256_constants() -> tuple[list[int], list[int]]:
     return k, h
 
 
-def tables(level_files: dict[str, bytes]) -> str:
-    """lossops_tables.h: everything custom_ops.c knows, from the sources that hold it."""
+def tables(level_files: dict[str, bytes], arch: str) -> str:
+    """lossops_tables.h: everything custom_ops.c knows, from the sources that hold it, for a library of `arch`."""
     from ..opset import DOMAIN, OPS
     from .kernels.registry import KERNELS
 
@@ -106,6 +118,9 @@ def tables(level_files: dict[str, bytes]) -> str:
              f"#define LOSSOPS_STAMP {_c(source_stamp())}",
              f"#define LOSSOPS_DOMAIN {_c(DOMAIN)}",
              f"#define LOSSOPS_ENV {_c(ENV)}",
+             f"#define LOSSOPS_ARCH_MACRO __{arch}__",
+             f"#define CPUINFO_KEY {_c(ARCHES[arch][1])}",
+             f"#define GLIBC_BASELINE {_c(ARCHES[arch][2])}",
              f"#define LOSSOPS_API_VERSION {capi.API_VERSION}",
              f"#define LOSSOPS_OP_VERSION {capi.OP_VERSION}",
              f"#define ORT_INVALID_ARGUMENT {capi.ORT_INVALID_ARGUMENT}",
@@ -122,11 +137,11 @@ def tables(level_files: dict[str, bytes]) -> str:
     lines.append(f"static const uint32_t SHA256_K[64] = {{{', '.join(f'0x{v:08x}' for v in k)}}};")
     lines.append(f"static const uint32_t SHA256_H[8] = {{{', '.join(f'0x{v:08x}' for v in h)}}};")
     lines.append("static const struct lossops_level LEVELS[] = {")
-    for level in LEVELS:  # size -1: not built
+    for level in levels_of(arch):  # size -1: not built
         data = level_files.get(level)
         size, digest = (-1, "") if data is None else (len(data), hashlib.sha256(data).hexdigest())
         lines.append(f"    {{{_c(level)}, {_c(level_file(level))}, {size}, {_c(digest)}, "
-                     f"{_c(' '.join(LEVELS[level][0]))}}},")
+                     f"{_c(' '.join(LEVELS[level].needs))}}},")
     lines.append("};")
     lines.append("static const struct lossops_type TYPES[] = {")
     lines += [f"    {{{elem}, {dtype.itemsize}}}," for elem, dtype in layout.ELEMENT_TYPES.items()]
@@ -154,13 +169,12 @@ def tables(level_files: dict[str, bytes]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build(out: Path, work: Path) -> Path:
-    """Compile custom_ops.c with its tables into `out`, next to the kernel libraries built there."""
-    built = {level: (out / level_file(level)).read_bytes() for level in LEVELS if (out / level_file(level)).is_file()}
-    (work / "lossops_tables.h").write_text(tables(built))
-    cc = os.environ.get("CC", "cc")
-    if shutil.which(cc) is None:
-        raise SystemExit(f"lossops: the native library needs a C compiler ({cc!r} not found; set CC)")
+def build(out: Path, work: Path, arch: str) -> Path:
+    """Compile custom_ops.c with its tables into `out`, next to the kernel libraries of `arch` built there."""
+    built = {level: (out / level_file(level)).read_bytes() for level in levels_of(arch)
+             if (out / level_file(level)).is_file()}
+    (work / "lossops_tables.h").write_text(tables(built, arch))
+    cc = compiler(arch)
     library = out / FILE
     subprocess.run([cc, "-shared", "-fPIC", "-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-format-truncation",
                     "-fvisibility=hidden", f"-I{work}", "-o", str(library), str(SOURCE),

@@ -1,8 +1,8 @@
 """Where the kernels' machine code comes from, decided once per process:
 
-- prebuilt: a wheel carries libraries compiled ahead of time (ort_ext/aot.py), one per x86-64 level; the best
-  level the CPU supports is loaded with ctypes. Nothing is compiled or written, and neither numba nor Python's
-  C API is needed by the code.
+- prebuilt: a platform wheel carries libraries compiled ahead of time (ort_ext/aot.py), one per level of its
+  architecture (x86-64, aarch64); the best level the CPU supports is loaded with ctypes. Nothing is compiled
+  or written, and neither numba nor Python's C API is needed by the code.
 - jit: numba compiles the same functions in this process (ort_ext/compiled.py), cached on disk; for a checkout
   and for platforms without prebuilt code, with `lossops[jit]`.
 - none: the operators run as their standard-op decomposition, said once, in one line.
@@ -28,22 +28,52 @@ LIBRARIES = Path(__file__).resolve().parent / "prebuilt"  # what ort_ext/aot.py 
 ENV = "LOSSOPS_KERNELS"
 KINDS = ("compute", "task", "plan", "start", "finish")
 
-# The levels, best last, each named as LLVM names the CPU it targets: the x86-64 micro-architecture levels (the
-# psABI's), then x86-64-v4 scheduled for AMD's Zen 4 and 5. For each, the /proc/cpuinfo flags it adds to the
-# one before and the LLVM features it adds. LLVM's generic x86-64-v4 prefers 256-bit vectors (Skylake-SP's
-# tuning); the v4 libraries use the 512-bit registers, as numba's JIT does on an AVX-512 host that does not
-# prefer 256 (Zen 4/5, Sapphire Rapids), where the loops with exp and log gain most. On Zen the generic
-# schedule left the log loops of BinaryCrossEntropy behind the JIT (docs/speed.md); sse4a, which only
-# AMD's CPUs have, marks a CPU with AVX-512 as a Zen 4 or later.
+@dataclass(frozen=True)
+class Level:
+    """A build of the kernels for a family of CPUs: `arch` (platform.machine()'s name for it), LLVM's `cpu` name,
+    the /proc/cpuinfo flags (x86-64) or Features (aarch64) it needs beyond the level below it, and the LLVM
+    features it adds to the CPU name's own."""
+
+    arch: str
+    cpu: str
+    needs: tuple[str, ...]
+    features: str = ""
+
+
+# The levels of each architecture, lowest first: a CPU runs a level when it has every flag of the level and of
+# those below it. x86-64: the micro-architecture levels (the psABI's), then x86-64-v4 scheduled for AMD's Zen 4
+# and 5. LLVM's generic x86-64-v4 prefers 256-bit vectors (Skylake-SP's tuning); the v4 libraries use the
+# 512-bit registers, as numba's JIT does on an AVX-512 host that does not prefer 256 (Zen 4/5, Sapphire
+# Rapids), where the loops with exp and log gain most. On Zen the generic schedule left the log loops of
+# BinaryCrossEntropy behind the JIT (docs/speed.md); sse4a, which only AMD's CPUs have, marks a CPU with
+# AVX-512 as a Zen 4 or later. aarch64: the ARMv8-A baseline (every 64-bit Arm Linux CPU), then Kunpeng 920
+# (the host CPU of Ascend servers; LLVM's tsv110: ARMv8.2-A with half-precision arithmetic, dot products,
+# crypto), which needs every feature Kunpeng 920's kernel reports.
 LEVELS = {
-    "x86-64-v2": (("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"),
-                  "+cx16,+sahf,+popcnt,+sse3,+sse4.1,+sse4.2,+ssse3"),
-    "x86-64-v3": (("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"),
-                  "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"),
-    "x86-64-v4": (("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
-                  "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512,-prefer-256-bit"),
-    "znver4": (("sse4a",), ""),
+    "x86-64-v2": Level("x86_64", "x86-64-v2", ("cx16", "lahf_lm", "popcnt", "sse4_1", "sse4_2", "ssse3"),
+                       "+cx16,+sahf,+popcnt,+sse3,+sse4.1,+sse4.2,+ssse3"),
+    "x86-64-v3": Level("x86_64", "x86-64-v3", ("avx", "avx2", "bmi1", "bmi2", "f16c", "fma", "abm", "movbe", "xsave"),
+                       "+avx,+avx2,+bmi,+bmi2,+f16c,+fma,+lzcnt,+movbe,+xsave"),
+    "x86-64-v4": Level("x86_64", "x86-64-v4", ("avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl"),
+                       "+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512,-prefer-256-bit"),
+    "znver4": Level("x86_64", "znver4", ("sse4a",)),
+    "armv8-a": Level("aarch64", "generic", ("fp", "asimd")),
+    "tsv110": Level("aarch64", "tsv110", ("aes", "pmull", "sha1", "sha2", "crc32", "atomics", "fphp", "asimdhp",
+                                          "asimdrdm", "jscvt", "fcma", "dcpop", "asimddp", "asimdfhm")),
 }
+
+# Each architecture: its LLVM target triple, the line of /proc/cpuinfo that lists its features, and the glibc
+# version the wheel's baseline (manylinux_2_17) gives `pow`, whose default version glibc 2.29 made newer.
+ARCHES = {
+    "x86_64": ("x86_64-unknown-linux-gnu", "flags", "GLIBC_2.2.5"),
+    "aarch64": ("aarch64-unknown-linux-gnu", "Features", "GLIBC_2.17"),
+}
+ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+
+
+def levels_of(arch: str = ARCH) -> list[str]:
+    """The levels of `arch` (this process's by default), lowest first."""
+    return [name for name, level in LEVELS.items() if level.arch == arch]
 
 
 def level_file(level: str) -> str:
@@ -53,22 +83,27 @@ def level_file(level: str) -> str:
 
 def llvm_features(level: str) -> str:
     """The LLVM feature string of a level: its own features and those of the levels below it."""
-    names = list(LEVELS)
-    return ",".join(LEVELS[n][1] for n in names[:names.index(level) + 1] if LEVELS[n][1])
+    names = levels_of(LEVELS[level].arch)
+    return ",".join(LEVELS[n].features for n in names[:names.index(level) + 1] if LEVELS[n].features)
 
 
-def cpu_levels() -> list[str]:
-    """The levels this CPU runs, lowest first (none off Linux x86-64)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+def cpu_levels(cpuinfo: str | None = None, arch: str = ARCH) -> list[str]:
+    """The levels this CPU runs, lowest first (none off Linux x86-64 and aarch64). `cpuinfo` and `arch`: the
+    text of a /proc/cpuinfo to read instead of this machine's, and its CPU's architecture."""
+    if arch not in ARCHES:
         return []
+    key = ARCHES[arch][1]
     try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+        if cpuinfo is None:
+            with open("/proc/cpuinfo") as f:
+                cpuinfo = f.read()
     except OSError:
         return []
+    flags = next((line.split(":", 1)[1].split() for line in cpuinfo.splitlines()
+                  if line.split(":", 1)[0].strip() == key), [])
     have, levels = set(flags), []
-    for level, (needs, _) in LEVELS.items():
-        if not have.issuperset(needs):
+    for level in levels_of(arch):
+        if not have.issuperset(LEVELS[level].needs):
             break
         levels.append(level)
     return levels
@@ -162,7 +197,7 @@ def load_prebuilt(level: str) -> Prebuilt | str:
     if found["stamp"] != source_stamp():
         return "the prebuilt kernels were built from other sources than the installed ones"
     if level not in cpu_levels():
-        return f"this CPU cannot run {level} code (it runs {', '.join(cpu_levels()) or 'no x86-64 level'})"
+        return f"this CPU cannot run {level} code (it runs {', '.join(cpu_levels()) or 'none of them'})"
     if level not in found["levels"]:
         return f"no prebuilt kernels for {level} (the install has {', '.join(found['levels']) or 'none'})"
     entry = found["levels"][level]
@@ -217,9 +252,10 @@ def _choice() -> tuple[Code | None, str]:
             return found, ""
         _note(f"{ENV}={wanted} refused: {found}; choosing as without it")
     elif wanted:
-        _note(f"{ENV}={wanted!r} is not 'jit', 'none' or one of {', '.join(LEVELS)}: choosing as without it")
+        _note(f"{ENV}={wanted!r} is not 'jit', 'none' or one of {', '.join(levels_of())}: choosing as without it")
     levels = cpu_levels()
-    why = "this CPU is not x86-64-v2 or later" if not levels else ""
+    why = "" if levels else (f"this CPU is not {levels_of()[0]} or later" if levels_of()
+                             else f"lossops has no prebuilt kernels for {ARCH or 'this machine'}")
     if levels:
         found = load_prebuilt(levels[-1])
         if isinstance(found, Prebuilt):

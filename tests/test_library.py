@@ -1,7 +1,7 @@
 """The native custom-op library (ort_ext/custom_ops.c with the tables ort_ext/library.py generates from the
 records) as any ONNX Runtime host uses it: plain onnxruntime's `register_custom_ops_library`, with no lossops,
-numba, torch or onnxruntime-extensions in the process, and a host written in C (tests/c_host.c) on ONNX
-Runtime's C API, with no Python at all. It computes every case of the conformance suite bit for bit as
+numba, torch or onnxruntime-extensions in the process, and a host written in C (conformance/node_test_runner.c)
+on ONNX Runtime's C API, with no Python at all. It computes every case of the conformance suite bit for bit as
 `lossops.ort_ext.InferenceSession` does, refuses bad attributes and inputs with the Python path's messages,
 chooses its level by the CPU's flags, and refuses a damaged install in one line.
 
@@ -24,7 +24,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from lossops import opset
-from lossops.conformance import golden
+from lossops.conformance import c_runner, golden
 from lossops.conformance.cases import node_model
 from lossops.ort_ext import InferenceSession, library, machine_code
 from lossops.ort_ext.session import run_with_bfloat16
@@ -85,7 +85,10 @@ def _plain(model, path: str | None = None) -> onnxruntime.InferenceSession:
     return onnxruntime.InferenceSession(model.SerializeToString(), _options(path), providers=["CPUExecutionProvider"])
 
 
-def test_plain_onnxruntime_computes_every_case_as_the_lossops_session_does(tmp_path):
+def test_plain_onnxruntime_and_a_c_host_compute_every_case_as_the_lossops_session_does(tmp_path):
+    """Every case of the suite, bit for bit as lossops' session computes it, in plain onnxruntime (Python, no
+    lossops imported) and in conformance/node_test_runner.c (C reading the suite's node-test files, ONNX Runtime's
+    C API, no Python in the process)."""
     done = _python(_PLAIN, library.library_path(), str(golden.DATA_DIR), str(tmp_path / "out.npz"))
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stderr == ""
@@ -94,13 +97,40 @@ def test_plain_onnxruntime_computes_every_case_as_the_lossops_session_does(tmp_p
     assert sorted(plain) == sorted(g.name for g in cases)
     assert {n.op_type for g in cases for n in g.model.graph.node if n.domain == opset.DOMAIN} == set(
         machine_code.code().ops)
-    differ = []
+    first, c_host = _c_host([g.name for g in cases])
+    assert first.endswith(f", lossops kernels: {machine_code.cpu_levels()[-1]}"), first
+    differ, c_differs = [], []
     for g in cases:
         feeds = {i.name: a for i, a in zip(g.model.graph.input, g.inputs, strict=True)}
         ours = run_with_bfloat16(InferenceSession(g.model.SerializeToString()), None, feeds)[0]
         if not np.array_equal(np.ascontiguousarray(ours).view(np.uint8).ravel(), plain[g.name]):
             differ.append(g.name)
+        got = c_host[g.name]
+        if isinstance(got, str) or got.shape != np.shape(ours) or got.tobytes() != ours.tobytes():
+            c_differs.append(f"{g.name}: {got if isinstance(got, str) else 'other bits'}")
     assert not differ, f"{len(differ)} of {len(cases)} cases differ, e.g. {differ[:5]}"
+    assert not c_differs, f"{len(c_differs)} of {len(cases)} cases differ in the C host, e.g. {c_differs[:5]}"
+
+
+def test_the_c_host_says_what_it_cannot_read_and_goes_on(tmp_path):
+    """A case whose input is not raw data (float_data here), or whose model ONNX Runtime refuses, is that case's
+    error; the cases after it run."""
+    import onnx
+    from onnx import numpy_helper
+
+    names = [g.name for g in golden.load_all()][:3]
+    for name in names:
+        shutil.copytree(golden.DATA_DIR / name, tmp_path / name)
+    first_input = tmp_path / names[0] / "test_data_set_0" / "input_0.pb"
+    stored = onnx.load_tensor(str(first_input))
+    array = numpy_helper.to_array(stored).astype(np.float32)
+    tensor = helper.make_tensor(stored.name, TensorProto.FLOAT, array.shape, array.ravel().tolist())
+    first_input.write_bytes(tensor.SerializeToString())
+    (tmp_path / names[1] / "model.onnx").write_bytes(b"not a model")
+    _, outputs = _c_host(names, tmp_path)
+    assert outputs[names[0]] == "input_0.pb is not a TensorProto with raw_data"
+    assert "model" in outputs[names[1]].lower() or "protobuf" in outputs[names[1]].lower(), outputs[names[1]]
+    assert not isinstance(outputs[names[2]], str)
 
 
 def _bad_values(a) -> list:
@@ -186,47 +216,48 @@ def test_threads_registering_and_running_at_once_agree():
     assert all(r.tobytes() == expected.tobytes() for r in results)
 
 
-@pytest.fixture(scope="module")
-def c_host(tmp_path_factory) -> list[str]:
-    """tests/c_host.c compiled, with ONNX Runtime's own shared library (the onnxruntime wheel carries it)."""
-    from lossops.ort_ext import capi
+def _c_host(cases: list[str], root: Path = golden.DATA_DIR) -> tuple[str, dict]:
+    """conformance/node_test_runner.c, compiled here, on the onnxruntime wheel's own libonnxruntime.so."""
+    return c_runner.run(machine_code.ARCH, machine_code.LIBRARIES, c_runner.onnxruntime_library(machine_code.ARCH),
+                        cases, root=root)
 
-    found = sorted((Path(onnxruntime.__file__).parent / "capi").glob("libonnxruntime.so*"))
-    if not found or shutil.which("cc") is None:
-        pytest.skip("no libonnxruntime.so in the onnxruntime package, or no C compiler, for a host written in C")
-    program = tmp_path_factory.mktemp("c_host") / "c_host"
-    slots = [f"-DSLOT_{name}={slot}" for name, slot in (capi.SLOTS | capi.HOST_SLOTS).items()]
-    subprocess.run(["cc", "-O1", "-Wall", "-Werror", *slots, "-o", str(program),
-                    str(Path(__file__).with_name("c_host.c")), "-ldl", "-lm"], check=True)
-    return [str(program), str(found[-1]), library.library_path()]
+
+def _node_test(root: Path, name: str, model, feeds: dict, output: np.ndarray) -> str:
+    """`model` as a node-test case in `root` (what node_test_runner.c reads)."""
+    from onnx import numpy_helper
+
+    data = root / name / "test_data_set_0"
+    data.mkdir(parents=True)
+    (root / name / "model.onnx").write_bytes(model.SerializeToString())
+    for k, (key, value) in enumerate(feeds.items()):
+        (data / f"input_{k}.pb").write_bytes(numpy_helper.from_array(value, key).SerializeToString())
+    (data / "output_0.pb").write_bytes(numpy_helper.from_array(output, "output").SerializeToString())
+    return name
 
 
 @pytest.mark.parametrize(("reduction", "n"), [("none", 1000), ("sum", 300_001)])
-def test_a_host_written_in_c_runs_the_kernels(c_host, tmp_path, reduction, n):
+def test_a_host_written_in_c_runs_the_kernels(tmp_path, reduction, n):
     """No Python in the process: ONNX Runtime's C API registers the library and runs the model on two threads
     (above the engine's task threshold for `sum`); every element as lossops' session computes it, bit for bit."""
     i = np.arange(n, dtype=np.float64)
     x, y = (3.0 * np.sin(0.37 * i)).astype(np.float32), (0.5 + 0.5 * np.cos(0.11 * i)).astype(np.float32)
     model, feeds = node_model("SigmoidFocalLoss", [x, y], "float32", {"reduction": reduction, "gamma": 1.5})
-    (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
-    done = subprocess.run([*c_host, str(tmp_path / "model.onnx"), str(n)], capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    printed = np.array(done.stdout.split(), dtype=np.float32)
     expected = InferenceSession(model.SerializeToString()).run(None, feeds)[0]
-    assert printed.tobytes() == np.atleast_1d(expected).tobytes()
+    case = _node_test(tmp_path, f"test_focal_{reduction}", model, feeds, expected)
+    _, outputs = _c_host([case], tmp_path)
+    assert not isinstance(outputs[case], str), outputs[case]
+    assert outputs[case].shape == expected.shape and outputs[case].tobytes() == expected.tobytes()
 
 
-def test_a_host_written_in_c_gets_the_attribute_message(c_host, tmp_path):
+def test_a_host_written_in_c_gets_the_attribute_message(tmp_path):
     x = np.zeros(4, np.float32)
-    model, _ = node_model("SigmoidFocalLoss", [x, x], "float32", {})
+    model, feeds = node_model("SigmoidFocalLoss", [x, x], "float32", {})
     model.graph.node[0].attribute.append(helper.make_attribute("alpha", 2.0))
-    (tmp_path / "model.onnx").write_bytes(model.SerializeToString())
-    done = subprocess.run([*c_host, str(tmp_path / "model.onnx"), "4"], capture_output=True, text=True, timeout=120)
+    case = _node_test(tmp_path, "test_focal_alpha_2", model, feeds, x)
+    _, outputs = _c_host([case], tmp_path)
     with pytest.raises(ValueError) as python_path:
         opset.get("SigmoidFocalLoss").resolve({"alpha": 2.0})
-    assert done.returncode == 0 and done.stdout.startswith("error: ")
-    assert str(python_path.value) in done.stdout
+    assert str(python_path.value) in outputs[case]
 
 
 def test_a_bad_input_is_refused_with_the_kernels_message():
@@ -267,7 +298,7 @@ def _model_text() -> str:
 
 
 def test_a_level_this_cpu_cannot_run_is_refused_in_one_line():
-    beyond = [level for level in machine_code.LEVELS if level not in machine_code.cpu_levels()]
+    beyond = [level for level in machine_code.levels_of() if level not in machine_code.cpu_levels()]
     if not beyond:
         pytest.skip("this CPU runs every level, so none can be refused here")
     done = _python(_model_text(), library.library_path(), LOSSOPS_KERNELS=beyond[0])
@@ -351,7 +382,7 @@ def test_an_install_without_the_library_says_so_in_one_line(monkeypatch, tmp_pat
 def test_the_tables_come_from_the_records():
     """Every operator with its inputs and attributes, and every OrtApi slot the library calls, is in the
     generated header (so a new operator adds no C)."""
-    text = library.tables({})
+    text = library.tables({}, machine_code.ARCH)
     for op in machine_code.code().ops:
         record = opset.get(op)
         assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes, ' in text

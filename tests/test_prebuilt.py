@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -146,6 +147,7 @@ def test_float16_is_converted_by_f16c_exactly_where_the_level_has_it():
         assert "hf2" not in code, level  # compiler-rt's conversion functions: never called
 
 
+@pytest.mark.skipif(machine_code.ARCH != "x86_64", reason="x86-64's flags (aarch64's Features: the test below)")
 def test_the_levels_this_cpu_runs():
     """The levels come from /proc/cpuinfo's flags, each level needing the ones below it."""
     levels = machine_code.cpu_levels()
@@ -154,7 +156,36 @@ def test_the_levels_this_cpu_runs():
     assert ("x86-64-v3" in levels) == ({"avx2", "fma", "bmi2", "f16c", "movbe"} <= flags and "x86-64-v2" in levels)
     assert ("x86-64-v4" in levels) == ({"avx512f", "avx512bw", "avx512vl"} <= flags and "x86-64-v3" in levels)
     assert ("znver4" in levels) == ("sse4a" in flags and "x86-64-v4" in levels)  # AMD's, with AVX-512: Zen 4+
-    assert levels == list(machine_code.LEVELS)[:len(levels)]
+    assert levels == machine_code.levels_of()[:len(levels)]
+
+
+def test_the_build_backend_builds_every_architecture_with_machine_code(monkeypatch):
+    """build_backend.py cannot import the package, so it lists the architectures again: the same ones, and an
+    architecture named for a cross build that has no machine code is refused in one line."""
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    import build_backend
+
+    assert build_backend.ARCHES == tuple(machine_code.ARCHES)
+    monkeypatch.setenv("LOSSOPS_WHEEL_ARCH", "aarch64")
+    assert build_backend.wheel_arch() == "aarch64"
+    monkeypatch.setenv("LOSSOPS_WHEEL_ARCH", "riscv64")
+    with pytest.raises(SystemExit, match="LOSSOPS_WHEEL_ARCH='riscv64': lossops compiles its kernels for x86_64, "
+                       "aarch64"):
+        build_backend.wheel_arch()
+    monkeypatch.setenv("LOSSOPS_AOT", "0")
+    assert build_backend.wheel_arch() is None
+
+
+@pytest.mark.parametrize(("cpu", "without", "expected"), [
+    ("kunpeng920", "", ["armv8-a", "tsv110"]), ("kunpeng920", "asimddp", ["armv8-a"]), ("armv8", "", ["armv8-a"]),
+    ("armv8", "asimd", [])])
+def test_the_aarch64_levels_of_a_cpuinfo(cpu, without, expected):
+    """aarch64's /proc/cpuinfo lists `Features`: a Kunpeng 920 runs tsv110 code, a core that lacks one of its
+    features (dot products here) the ARMv8-A baseline only, and a core without Advanced SIMD none."""
+    from lossops.conformance.c_runner import cpuinfo
+
+    text = cpuinfo(cpu).replace(f" {without} ", " ") if without else cpuinfo(cpu)
+    assert machine_code.cpu_levels(text, "aarch64") == expected
 
 
 @needs_prebuilt
@@ -275,7 +306,8 @@ def test_a_damaged_install_is_refused_in_one_line_and_the_kernels_still_run(tmp_
     assert "Traceback" not in done.stderr
 
 
-_LEVEL_BEYOND_THE_CPU = next((level for level in machine_code.LEVELS if level not in machine_code.cpu_levels()), None)
+_LEVEL_BEYOND_THE_CPU = next((level for level in machine_code.levels_of() if level not in machine_code.cpu_levels()),
+                             None)
 
 
 @needs_prebuilt

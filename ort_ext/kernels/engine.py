@@ -137,7 +137,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     N,
 )
 from .messages import describe, put, put_int  # noqa: F401 (put, put_int: for compiled.py)
-from .native import STREAMING_STORES, call_planner, stack, stream_copy, stream_fence, view
+from .native import call_planner, stack, stream_copy, stream_fence, streams, view
 
 _jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the entry points (cache.py)
 
@@ -248,7 +248,7 @@ def planner(address):
     for d in range(w[OUT_RANK]):
         out_numel *= w[OUT_DIMS + d]
     w[OUT_NUMEL] = out_numel
-    w[STREAM] = STREAMING_STORES and w[MODE] == ELEMENTWISE and out_numel * w[ITEMSIZE] >= STREAM_BYTES
+    w[STREAM] = streams() and w[MODE] == ELEMENTWISE and out_numel * w[ITEMSIZE] >= STREAM_BYTES
 
     # gradients scale elementwise; losses divide their total in finish
     scale = 1.0
@@ -513,7 +513,8 @@ def _task_for(op_name: str):
         scale = compute(view(address, PLAN_WORDS, np.float64)[SCALE])
         mode, n, itemsize = w[MODE], w[N], w[ITEMSIZE]
         params = view(address + 8 * PARAMS, MAX_PARAMS, np.float64)
-        streams = w[STREAM] != 0 and w[OUT_ADDRESS] % 32 == 0  # ORT's buffers are 64-byte aligned; numpy's may not be
+        # ORT's buffers are 64-byte aligned, numpy's may not be; `streams()` folds the path away where it is false
+        streamed = streams() and w[STREAM] != 0 and w[OUT_ADDRESS] % 32 == 0
         acc = view(w[WORKSPACE] + w[ACCUMULATOR] + 8 * i * w[OUT_NUMEL], w[OUT_NUMEL], np.float64)
         if mode == SUMBACK:  # this task's own accumulator
             for k in range(acc.size):
@@ -533,7 +534,7 @@ def _task_for(op_name: str):
             v4 = view(origin[4] + (lo % period[4]) * itemsize, m, dtype)
             if mode == ELEMENTWISE:
                 out = w[OUT_ADDRESS] + lo * itemsize
-                if streams:  # computed into L1, then streamed out (TILE * itemsize keeps `out` 32-byte aligned)
+                if streamed:  # computed into L1, then streamed out (TILE * itemsize keeps `out` 32-byte aligned)
                     tile(v0, v1, v2, v3, v4, view(staged, m, dtype), m, scale, params, tmp)
                     stream_copy(out, staged, m * itemsize)
                 else:
@@ -549,7 +550,7 @@ def _task_for(op_name: str):
                     partials[t // chunk] += tile_sum(result, 0, m)
             else:
                 _scatter_add(w, _operand(w[OP + OP_OUTPUT_INPUT] - 1), lo, m, result, acc)
-        if streams:
+        if streamed:
             stream_fence()
 
     return task

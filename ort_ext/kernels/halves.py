@@ -11,8 +11,6 @@ compiler-rt functions that numba does not link, so the bit versions below are us
 
 from __future__ import annotations
 
-import platform
-
 import numba
 import numpy as np
 from llvmlite import binding as llvm
@@ -20,7 +18,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from .native import bits32, float32_of, select
+from ..machine_code import ARCH
+from .native import bits32, float32_of, machine_flag, select
 
 
 @numba.njit
@@ -83,32 +82,19 @@ def _bfloat_to_float(typingctx, b):
     return types.float32(b), codegen
 
 
-def hardware_half(features: str | None) -> bool:
-    """Whether float16 uses LLVM's half conversions when numba compiles for `features` (an LLVM feature string;
-    None: this host's CPU)."""
-    if platform.machine().lower() not in ("x86_64", "amd64"):
+def hardware_half(arch: str, features: str | None) -> bool:
+    """Whether float16 uses LLVM's half conversions when numba compiles for `arch` with `features` (an LLVM
+    feature string; None: this host's CPU). Every aarch64 CPU converts halves (ARMv8-A's FCVT)."""
+    if arch != "x86_64":
         return True
     if features is not None:
         return "+f16c" in features.split(",")
     return bool(llvm.get_host_cpu_features().get("f16c"))
 
 
-HARDWARE_HALF = hardware_half(numba.config.CPU_FEATURES)  # NUMBA_CPU_FEATURES where set (ort_ext/aot.py)
-# Both conversions go into the IR, chosen by this internal constant, which LLVM's first passes fold: the IR
-# numba's front end makes is then the same for every CPU, and ort_ext/aot.py compiles it once for every level,
-# setting the constant for each.
 HARDWARE_HALF_FLAG = "lossops_hardware_half"
-
-
-def _hardware_half(builder: ir.IRBuilder) -> ir.Value:
-    module = builder.module
-    try:
-        flag = module.get_global(HARDWARE_HALF_FLAG)
-    except KeyError:
-        flag = ir.GlobalVariable(module, ir.IntType(1), HARDWARE_HALF_FLAG)
-        flag.linkage, flag.global_constant = "internal", True
-        flag.initializer = ir.Constant(ir.IntType(1), int(HARDWARE_HALF))
-    return builder.load(flag)
+# Both conversions go into the IR, chosen by a machine flag (native.machine_flag) that LLVM's first passes fold
+HARDWARE_HALF = hardware_half(ARCH, numba.config.CPU_FEATURES)  # NUMBA_CPU_FEATURES where set
 
 
 @intrinsic
@@ -121,7 +107,7 @@ def _to_float(typingctx, h):
     def codegen(context, builder, sig, args):
         hardware = builder.fpext(builder.bitcast(args[0], ir.HalfType()), ir.FloatType())
         software = context.compile_internal(builder, half_to_float.py_func, sig, args)
-        return builder.select(_hardware_half(builder), hardware, software)
+        return builder.select(machine_flag(builder, HARDWARE_HALF_FLAG, HARDWARE_HALF), hardware, software)
 
     return types.float32(h), codegen
 
@@ -135,7 +121,7 @@ def _to_half(typingctx, f):
     def codegen(context, builder, sig, args):
         hardware = builder.bitcast(builder.fptrunc(args[0], ir.HalfType()), ir.IntType(16))
         software = context.compile_internal(builder, float_to_half.py_func, sig, args)
-        return builder.select(_hardware_half(builder), hardware, software)
+        return builder.select(machine_flag(builder, HARDWARE_HALF_FLAG, HARDWARE_HALF), hardware, software)
 
     return types.uint16(f), codegen
 

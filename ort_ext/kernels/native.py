@@ -9,14 +9,14 @@ on the stack) and contain nothing that can raise (error_model="numpy", no bounds
 
 from __future__ import annotations
 
-import platform
-
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
+
+from ..machine_code import ARCH
 
 _i8p = ir.IntType(8).as_pointer()
 
@@ -73,9 +73,39 @@ def fmuladd(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
-# x86-64 only: there a non-temporal store writes a cache line without first reading it (a plain store's
-# read-for-ownership makes a large output cost twice its bytes), and `sfence` orders such stores.
-STREAMING_STORES = platform.machine().lower() in ("x86_64", "amd64")
+def machine_flag(builder: ir.IRBuilder, name: str, value: bool) -> ir.Value:
+    """An i1 that depends on the machine the code is for, read from the internal constant `name` (`value`: this
+    process's CPU). LLVM's first passes fold it, and the IR numba's front end makes is the same for every
+    machine: ort_ext/aot.py compiles it once for every level, setting each flag for the level (MACHINE_FLAGS)."""
+    module = builder.module
+    try:
+        flag = module.get_global(name)
+    except KeyError:
+        flag = ir.GlobalVariable(module, ir.IntType(1), name)
+        flag.linkage, flag.global_constant = "internal", True
+        flag.initializer = ir.Constant(ir.IntType(1), int(value))
+    return builder.load(flag)
+
+
+def streaming_stores(arch: str) -> bool:
+    """Whether the engine streams large outputs on `arch`: on x86-64 a non-temporal store writes a cache line
+    without first reading it (a plain store's read-for-ownership makes a large output cost twice its bytes),
+    and `sfence` orders such stores. Not on aarch64, where nothing measured them."""
+    return arch == "x86_64"
+
+
+STREAMING_FLAG = "lossops_streaming_stores"
+STREAMING_STORES = streaming_stores(ARCH)
+
+
+@intrinsic
+def streams(typingctx):
+    """Whether the machine the code is for streams large outputs (`streaming_stores`), as a machine flag."""
+
+    def codegen(context, builder, sig, args):
+        return machine_flag(builder, STREAMING_FLAG, STREAMING_STORES)
+
+    return types.boolean(), codegen
 
 
 PLANNER = "lossops_plan"  # the symbol of the planner (engine.planner), compiled once for every operator
@@ -114,11 +144,14 @@ def stream_32(typingctx, dst, src):
 
 @intrinsic
 def store_fence(typingctx):
-    """sfence: the non-temporal stores before it are visible before any store after it (x86-64 only)."""
+    """sfence: the non-temporal stores before it are visible before any store after it. x86-64's instruction,
+    emitted where numba lowers for x86-64 only; `stream_fence` calls it under the streaming flag, which folds
+    it away for a machine that does not stream."""
 
     def codegen(context, builder, sig, args):
-        fn = builder.module.declare_intrinsic("llvm.x86.sse.sfence", fnty=ir.FunctionType(ir.VoidType(), []))
-        builder.call(fn, [])
+        if ARCH == "x86_64":
+            fn = builder.module.declare_intrinsic("llvm.x86.sse.sfence", fnty=ir.FunctionType(ir.VoidType(), []))
+            builder.call(fn, [])
         return context.get_dummy_value()
 
     return types.void(), codegen
@@ -220,29 +253,21 @@ def _like(x, c):
     return None
 
 
-if STREAMING_STORES:
-    @numba.njit(inline="always")
-    def stream_copy(dst, src, nbytes):
-        """dst[:nbytes] = src[:nbytes] (addresses, both 32-byte aligned) without reading dst's lines into the
-        cache; a tail under 32 bytes is stored as usual. Call `stream_fence` before the data is handed on."""
-        k = 0
-        while k + 32 <= nbytes:
-            stream_32(dst + k, src + k)
-            k += 32
-        tail_dst, tail_src = view(dst + k, nbytes - k, np.uint8), view(src + k, nbytes - k, np.uint8)
-        for j in range(nbytes - k):
-            tail_dst[j] = tail_src[j]
+@numba.njit(inline="always")
+def stream_copy(dst, src, nbytes):
+    """dst[:nbytes] = src[:nbytes] (addresses, both 32-byte aligned) without reading dst's lines into the
+    cache; a tail under 32 bytes is stored as usual. Call `stream_fence` before the data is handed on. Only
+    where `streams()`: the engine plans a streamed output nowhere else."""
+    k = 0
+    while k + 32 <= nbytes:
+        stream_32(dst + k, src + k)
+        k += 32
+    tail_dst, tail_src = view(dst + k, nbytes - k, np.uint8), view(src + k, nbytes - k, np.uint8)
+    for j in range(nbytes - k):
+        tail_dst[j] = tail_src[j]
 
-    @numba.njit(inline="always")
-    def stream_fence():
+
+@numba.njit(inline="always")
+def stream_fence():
+    if streams():
         store_fence()
-else:  # the engine never plans a streamed output here
-    @numba.njit(inline="always")
-    def stream_copy(dst, src, nbytes):
-        tail_dst, tail_src = view(dst, nbytes, np.uint8), view(src, nbytes, np.uint8)
-        for j in range(nbytes):
-            tail_dst[j] = tail_src[j]
-
-    @numba.njit(inline="always")
-    def stream_fence():
-        pass
