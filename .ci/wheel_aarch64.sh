@@ -43,7 +43,7 @@ for so in "$out"/prebuilt/lossops_kernels-*.so; do
 done
 
 # aarch64 CPython and the wheel, installed as a user's pip installs it on such a machine
-mkdir "$work/debs" && chmod a+rx "$work" "$work/debs"  # apt downloads as its own user
+mkdir "$work/debs" && chmod a+x "$work" && chmod a+rwx "$work/debs"  # apt downloads as its own user
 (cd "$work/debs" && apt-get download -q python3.11-minimal:arm64 libpython3.11-minimal:arm64 \
     libpython3.11-stdlib:arm64 libc6:arm64 libexpat1:arm64 zlib1g:arm64 libffi8:arm64 libssl3:arm64 \
     libbz2-1.0:arm64 liblzma5:arm64 libstdc++6:arm64 libgcc-s1:arm64 libuuid1:arm64 libsqlite3-0:arm64 > /dev/null)

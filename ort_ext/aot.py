@@ -1,12 +1,13 @@
 """Compile the kernels ahead of time, when a wheel is built: `python -m lossops.ort_ext.aot OUT_DIR`.
 
 Processes of its own (`--jobs`, each a share of the operators) have numba type and lower the functions of
-ort_ext/compiled.py once, and optimise each function's LLVM IR for every level (machine_code.LEVELS) with
-numba's own passes and a target machine for the level, as numba's JIT does on a host of that level
-(`_for_every_level`), so the optimiser vectorises for the level's registers. Each level's IR then gets stable
-entry-point names (`lossops_<Operator>_<kind>`, `lossops_trampoline`, `lossops_plan`), every other symbol
-internal linkage, and LLVM emits an object file for the level's CPU; the objects are linked into one shared
-library per level with the system C compiler. Why this route: the kernels stay the numba source they are, the
+ort_ext/compiled.py once, and optimise each function's LLVM IR for every level of one architecture
+(machine_code.LEVELS; `--arch aarch64` cross-compiles on x86-64) with numba's own passes and a target machine
+for the level, as numba's JIT does on a host of that level (`_for_every_level`), so the optimiser vectorises
+for the level's registers. Each level's IR then gets stable entry-point names (`lossops_<Operator>_<kind>`,
+`lossops_trampoline`, `lossops_plan`), every other symbol internal linkage, and LLVM emits an object file for
+the level's CPU; the objects are linked into one shared library per level with a C compiler for the
+architecture (library.compiler). Why this route: the kernels stay the numba source they are, the
 code is numba's (its IR, its optimiser, computing bit for bit what its JIT computes), and the libraries need
 neither numba nor Python at run time.
 
@@ -107,7 +108,7 @@ def _for_every_level(levels: list[str]) -> None:
     numba lowered it (the machine flags of kernels/native.py set for the level, the triple the level's), runs
     numba's function passes on it, links the twins of the libraries the library links, and runs numba's module
     passes: each level's IR is optimised once, by numba's own passes at numba's default level, and `_object`
-    generates its code once. numba's front end is the architecture's only where a machine flag says so.
+    generates its code once. The front end's IR is the same for every architecture but for the flags and triple.
 
     numba's JIT itself, whose code this process never runs, does not compile these libraries: their IR is lowered
     (and numba's function passes run on it at level 0), but never linked, optimised or given to the JIT, whose
