@@ -45,6 +45,7 @@ CPUS = {
 
 
 def cpuinfo(cpu: str) -> str:
+    """The /proc/cpuinfo text of one of CPUS."""
     features, implementer, variant, part = CPUS[cpu]
     return "".join(f"processor\t: {k}\nBogoMIPS\t: 200.00\nFeatures\t: {features}\nCPU implementer\t: {implementer}\n"
                    f"CPU architecture: 8\nCPU variant\t: {variant}\nCPU part\t: {part}\nCPU revision\t: 0\n\n"
@@ -84,9 +85,10 @@ def why_not(arch: str) -> str:
     if shutil.which(f"qemu-{arch}") is None:
         needs.append(f"qemu-{arch} (Debian: qemu-user)")
     if not Path(f"/usr/{arch}-linux-gnu/lib").is_dir():
-        needs.append(f"the {arch} C library in /usr/{arch}-linux-gnu (Debian: libc6-dev-arm64-cross)")
+        debian = {"aarch64": "arm64", "x86_64": "amd64"}[arch]
+        needs.append(f"the {arch} C library in /usr/{arch}-linux-gnu (Debian: libc6-dev-{debian}-cross)")
     if shutil.which("unshare") is None or os.geteuid() != 0:
-        needs.append("root, for the mount namespace that shows ONNX Runtime an aarch64 /proc/cpuinfo")
+        needs.append(f"root, for the mount namespace that shows ONNX Runtime an {arch} /proc/cpuinfo")
     return f"running {arch} code here needs {', '.join(needs)}" if needs else ""
 
 
@@ -124,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="the directory of lossops_custom_ops.so and its kernel libraries (default: this "
                         "install's)")
     parser.add_argument("--onnxruntime", type=Path, help="libonnxruntime.so for --arch (default: see above)")
-    parser.add_argument("--cpu", default="kunpeng920", choices=list(CPUS), help="the CPU an emulated run shows")
+    parser.add_argument("--cpu", default="kunpeng920", choices=list(CPUS), help="the aarch64 CPU an emulated run shows")
     parser.add_argument("-k", dest="pattern", default="", help="only the cases whose names contain this")
     parser.add_argument("--sample", action="store_true", help="each case in one element type, the types in turn")
     args = parser.parse_args(argv)

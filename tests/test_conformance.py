@@ -168,3 +168,12 @@ def test_cli_export_and_run(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:]
     assert "conformance: 12 passed, 0 failed" in done.stdout
+
+
+def test_the_c_runner_says_what_it_lacks_in_one_line(tmp_path, capsys):
+    """python -m lossops.conformance.c_runner without a native library (or, for aarch64, without qemu, the
+    aarch64 C library or root): one line and exit status 2, no traceback."""
+    from lossops.conformance import c_runner
+
+    assert c_runner.main(["--kernels", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"lossops: no lossops_custom_ops.so in {tmp_path}\n"
