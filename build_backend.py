@@ -19,7 +19,7 @@ def ahead_of_time() -> list[str]:
     return project["dependencies"] + project["optional-dependencies"]["jit"]
 
 
-# the architectures with machine code (lossops.ort_ext.machine_code.ARCHES, which tests/test_packaging.py holds
+# the architectures with machine code (lossops.ort_ext.machine_code.ARCHES, which tests/test_prebuilt.py holds
 # this to: the backend cannot import the package, whose imports need what the build installs)
 ARCHES = ("x86_64", "aarch64")
 

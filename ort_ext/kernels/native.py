@@ -76,7 +76,7 @@ def fmuladd(typingctx, a, b, c):
 def machine_flag(builder: ir.IRBuilder, name: str, value: bool) -> ir.Value:
     """An i1 that depends on the machine the code is for, read from the internal constant `name` (`value`: this
     process's CPU). LLVM's first passes fold it, and the IR numba's front end makes is the same for every
-    machine: ort_ext/aot.py compiles it once for every level, setting each flag for the level (MACHINE_FLAGS)."""
+    machine: ort_ext/aot.py compiles it once for every level, setting each flag for the level (its `flags`)."""
     module = builder.module
     try:
         flag = module.get_global(name)
