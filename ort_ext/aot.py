@@ -75,7 +75,7 @@ def _baseline_pow(arch: str) -> list[str]:
     """pow's default version is newer than the wheel's manylinux_2_17 baseline (glibc 2.29 gave it a new one): the
     library binds the baseline's version through a hidden function of that name (LLVM emits the call from an
     intrinsic at code generation, so the IR does not declare it)."""
-    version = machine_code.ARCHES[arch][2]
+    version = machine_code.ARCHES[arch].glibc_baseline
     return ["double lossops_baseline_pow(double, double);",
             f'__asm__(".symver lossops_baseline_pow, pow@{version}");',
             "HIDDEN double pow(double x, double y) { return lossops_baseline_pow(x, y); }"]
@@ -98,7 +98,7 @@ def _stubs(functions: set[str], data: set[str], stamp: str, level: str) -> str:
 
 def triple(level: str) -> str:
     """The LLVM target triple of a level's code."""
-    return machine_code.ARCHES[machine_code.LEVELS[level].arch][0]
+    return machine_code.ARCHES[machine_code.LEVELS[level].arch].triple
 
 
 def _for_every_level(levels: list[str]) -> None:
@@ -296,7 +296,6 @@ def write_manifest(out: Path, levels: list[str]) -> None:
 
     manifest = {
         "stamp": machine_code.source_stamp(),
-        "arch": machine_code.LEVELS[levels[0]].arch,
         "levels": {level: entry(machine_code.level_file(level)) for level in levels},
         "library": entry(library.FILE),
         "ops": {op: {"reads": list(k.reads[:len(k.op.inputs)])} for op, k in KERNELS.items()},

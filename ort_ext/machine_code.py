@@ -21,6 +21,7 @@ import platform
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .stamp import source_stamp
 
@@ -62,11 +63,19 @@ LEVELS = {
                                           "asimdrdm", "jscvt", "fcma", "dcpop", "asimddp", "asimdfhm")),
 }
 
-# Each architecture: its LLVM target triple, the line of /proc/cpuinfo that lists its features, and the glibc
-# version the wheel's baseline (manylinux_2_17) gives `pow`, whose default version glibc 2.29 made newer.
+class Arch(NamedTuple):
+    """An architecture with machine code: its LLVM target triple, the line of /proc/cpuinfo that lists its
+    features, and the glibc version of the wheel's baseline (manylinux_2_17) for the symbols glibc gave newer
+    default versions since (pow, the dlopen family)."""
+
+    triple: str
+    cpuinfo_key: str
+    glibc_baseline: str
+
+
 ARCHES = {
-    "x86_64": ("x86_64-unknown-linux-gnu", "flags", "GLIBC_2.2.5"),
-    "aarch64": ("aarch64-unknown-linux-gnu", "Features", "GLIBC_2.17"),
+    "x86_64": Arch("x86_64-unknown-linux-gnu", "flags", "GLIBC_2.2.5"),
+    "aarch64": Arch("aarch64-unknown-linux-gnu", "Features", "GLIBC_2.17"),
 }
 ARCH = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
 
@@ -92,7 +101,7 @@ def cpu_levels(cpuinfo: str | None = None, arch: str = ARCH) -> list[str]:
     text of a /proc/cpuinfo to read instead of this machine's, and its CPU's architecture."""
     if arch not in ARCHES:
         return []
-    key = ARCHES[arch][1]
+    key = ARCHES[arch].cpuinfo_key
     try:
         if cpuinfo is None:
             with open("/proc/cpuinfo") as f:

@@ -224,14 +224,7 @@ def _c_host(cases: list[str], root: Path = golden.DATA_DIR) -> tuple[str, dict]:
 
 def _node_test(root: Path, name: str, model, feeds: dict, output: np.ndarray) -> str:
     """`model` as a node-test case in `root` (what node_test_runner.c reads)."""
-    from onnx import numpy_helper
-
-    data = root / name / "test_data_set_0"
-    data.mkdir(parents=True)
-    (root / name / "model.onnx").write_bytes(model.SerializeToString())
-    for k, (key, value) in enumerate(feeds.items()):
-        (data / f"input_{k}.pb").write_bytes(numpy_helper.from_array(value, key).SerializeToString())
-    (data / "output_0.pb").write_bytes(numpy_helper.from_array(output, "output").SerializeToString())
+    golden.write(golden.Golden(name, model, list(feeds.values()), output, "float32", 0, 0.0, 0.0, 0.0), root)
     return name
 
 

@@ -137,7 +137,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     N,
 )
 from .messages import describe, put, put_int  # noqa: F401 (put, put_int: for compiled.py)
-from .native import call_planner, stack, stream_copy, stream_fence, streams, view
+from .native import call_planner, stack, store_fence, stream_copy, streams, view
 
 _jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the entry points (cache.py)
 
@@ -551,7 +551,7 @@ def _task_for(op_name: str):
             else:
                 _scatter_add(w, _operand(w[OP + OP_OUTPUT_INPUT] - 1), lo, m, result, acc)
         if streamed:
-            stream_fence()
+            store_fence()
 
     return task
 

@@ -145,8 +145,8 @@ def stream_32(typingctx, dst, src):
 @intrinsic
 def store_fence(typingctx):
     """sfence: the non-temporal stores before it are visible before any store after it. x86-64's instruction,
-    emitted where numba lowers for x86-64 only; `stream_fence` calls it under the streaming flag, which folds
-    it away for a machine that does not stream."""
+    emitted where numba lowers for x86-64 only; the engine calls it on its streamed path alone, which the
+    streaming flag folds away for a machine that does not stream (ort_ext/aot.py checks that none is left)."""
 
     def codegen(context, builder, sig, args):
         if ARCH == "x86_64":
@@ -256,7 +256,7 @@ def _like(x, c):
 @numba.njit(inline="always")
 def stream_copy(dst, src, nbytes):
     """dst[:nbytes] = src[:nbytes] (addresses, both 32-byte aligned) without reading dst's lines into the
-    cache; a tail under 32 bytes is stored as usual. Call `stream_fence` before the data is handed on. Only
+    cache; a tail under 32 bytes is stored as usual. Call `store_fence` before the data is handed on. Only
     where `streams()`: the engine plans a streamed output nowhere else."""
     k = 0
     while k + 32 <= nbytes:
@@ -265,9 +265,3 @@ def stream_copy(dst, src, nbytes):
     tail_dst, tail_src = view(dst + k, nbytes - k, np.uint8), view(src + k, nbytes - k, np.uint8)
     for j in range(nbytes - k):
         tail_dst[j] = tail_src[j]
-
-
-@numba.njit(inline="always")
-def stream_fence():
-    if streams():
-        store_fence()
