@@ -20,8 +20,10 @@ from . import opset
 from .conformance.specs import draw
 from .extras import available, require
 from .opset.spec import DTYPE_NAMES
-from .ort_ext import InferenceSession, machine_code
-from .ort_ext.kernels import layout, workspace_bytes
+from .ort_ext import InferenceSession
+from .ort_ext.arrays import workspace_bytes
+from .ort_ext.kernels import layout, targets
+from .ort_ext.machine_code import loader
 from .timing import Timing, steady
 
 ELEM = {name: DTYPE_NAMES[name] for name in ("float32", "float16")}  # the types the targets are set for
@@ -50,7 +52,7 @@ def sample(op: str, n: int, dtype: str, reduction: str, seed: int = 0) -> dict[s
 
 def bytes_moved(op: str, feeds: dict[str, np.ndarray], reduction: str) -> int:
     """Bytes the operator must read and write at least: the inputs whose data it reads, and its output."""
-    reads = machine_code.reads(op)
+    reads = loader.reads(op)
     names = [i.name for i in opset.get(op).inputs]
     read = sum(a.nbytes for k, a in feeds.items() if reads[names.index(k)])
     principal = feeds["input"]
@@ -207,7 +209,7 @@ def environment(threads: int, bandwidth: float, elements: int) -> dict:
         versions["torch"] = torch.__version__
     return {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpus": os.cpu_count(),
             "cpu": _cpu_model(), "threads": threads, "stream_GBps": bandwidth / 1e9, "stream_elements": elements,
-            "versions": versions, "kernels": machine_code.code().source if machine_code.code() else "none"}
+            "versions": versions, "kernels": loader.code().source if loader.code() else "none"}
 
 
 def _ms(seconds: float) -> str:
@@ -406,12 +408,12 @@ def machine_code_table(ops: list[str], sizes: list[int], blocks: int) -> str:
     """The prebuilt machine code of each level this CPU runs against numba's JIT of the same source, timed side
     by side in one process through the numpy front end (one thread: the code, not the threading): per row the
     JIT's time over the level's (above 1: the prebuilt code is faster)."""
-    from .ort_ext.kernels import run_with
+    from .ort_ext.arrays import run_with
 
     require("numba", "lossops bench --machine-code (the JIT to compare with)")
-    codes = {"jit": machine_code.Jit("numba JIT", tuple(ops))}
-    for level in machine_code.cpu_levels():
-        found = machine_code.load_prebuilt(level)
+    codes = {"jit": loader.Jit("numba JIT", tuple(ops))}
+    for level in targets.cpu_levels():
+        found = loader.load_prebuilt(level)
         if isinstance(found, str):
             raise SystemExit(f"lossops bench --machine-code: {found}")
         codes[level] = found

@@ -13,8 +13,8 @@ from setuptools.build_meta import *  # noqa: F403 - the backend's hooks, all of 
 
 
 def ahead_of_time() -> list[str]:
-    """What `python -m lossops.ort_ext.aot` imports: lossops' dependencies and numba (its `jit` extra), with the
-    bounds pyproject.toml gives them (a build hook runs in the source tree)."""
+    """What `python -m lossops.ort_ext.machine_code.aot` imports: lossops' dependencies and numba (its `jit`
+    extra), with the bounds pyproject.toml gives them (a build hook runs in the source tree)."""
     project = tomllib.loads(Path("pyproject.toml").read_text())["project"]
     return project["dependencies"] + project["optional-dependencies"]["jit"]
 

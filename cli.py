@@ -91,13 +91,14 @@ def _doctor(args: argparse.Namespace) -> int:
 
     print(f"onnxruntime {onnxruntime.__version__} ({onnxruntime.get_device()}), providers compiled in: "
           + ", ".join(onnxruntime.get_available_providers()))
-    from .ort_ext import machine_code
+    from .ort_ext.kernels import targets
+    from .ort_ext.machine_code import loader
 
     why = host.why_no_kernels()
-    print("lossops kernels: " + (f"{machine_code.code().source} (CPU levels: "
-                                 f"{', '.join(machine_code.cpu_levels()) or 'none'})" if not why
+    print("lossops kernels: " + (f"{loader.code().source} (CPU levels: "
+                                 f"{', '.join(targets.cpu_levels()) or 'none'})" if not why
                                  else f"{why}: lossops nodes run as their decomposition"))
-    from .ort_ext import library
+    from .ort_ext.machine_code import library
 
     why = host.why_no_native_kernels()
     path = "" if why else library.library_path()
@@ -173,7 +174,7 @@ def _train_bench(args: argparse.Namespace) -> int:
     from .extras import require
 
     require("torch", "the training benchmark", extra="train")
-    from . import train_bench
+    from .training import bench as train_bench
 
     logging.getLogger("torch").setLevel(logging.ERROR)
     threads = args.threads or 1
@@ -189,7 +190,7 @@ def _train_demo(args: argparse.Namespace) -> int:
     import warnings
 
     from .extras import require
-    from .train_demo import main as train_main
+    from .training.demo import main as train_main
 
     require("torch", "the training demo", extra="train")
     logging.getLogger("torch").setLevel(logging.ERROR)  # after torch's import, which sets its loggers up

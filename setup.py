@@ -1,4 +1,5 @@
-"""The kernels' machine code, compiled when a wheel is built (ort_ext/aot.py): pyproject.toml holds the rest.
+"""The kernels' machine code, compiled when a wheel is built (ort_ext/machine_code/aot.py): pyproject.toml holds
+the rest.
 
 On Linux x86-64 and aarch64 the wheel carries one library per level of the architecture (machine_code.LEVELS)
 and is a platform wheel; LOSSOPS_WHEEL_ARCH=aarch64 builds the aarch64 wheel on x86-64 (a cross C compiler,
@@ -31,8 +32,9 @@ class BuildWithKernels(build_py):
             return
         build_lib = Path(self.build_lib).resolve()  # the built package: its sources are what gets stamped
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(build_lib), os.environ.get("PYTHONPATH", "")]))
-        subprocess.run([sys.executable, "-m", "lossops.ort_ext.aot", str(build_lib / "lossops/ort_ext/prebuilt"),
-                        "--arch", wheel_arch()], env=env, check=True, cwd=build_lib)
+        subprocess.run([sys.executable, "-m", "lossops.ort_ext.machine_code.aot",
+                        str(build_lib / "lossops/ort_ext/machine_code/prebuilt"), "--arch", wheel_arch()],
+                       env=env, check=True, cwd=build_lib)
 
 
 class WithMachineCode(Distribution):

@@ -4,8 +4,8 @@ library, no Python in the process, natively or, for another architecture, under 
     python -m lossops.conformance.c_runner                        # this machine, this install's library
     python -m lossops.conformance.c_runner --arch aarch64 --kernels DIR --onnxruntime LIB --cpu kunpeng920
 
-For aarch64 on an x86-64 machine: DIR holds an aarch64 build (`python -m lossops.ort_ext.aot DIR --arch
-aarch64`, or the aarch64 wheel's lossops/ort_ext/prebuilt), LIB is an aarch64 libonnxruntime.so.1 (npm's
+For aarch64 on an x86-64 machine: DIR holds an aarch64 build (`python -m lossops.ort_ext.machine_code.aot DIR --arch
+aarch64`, or the aarch64 wheel's lossops/ort_ext/machine_code/prebuilt), LIB is an aarch64 libonnxruntime.so.1 (npm's
 onnxruntime-node ships one; found on NODE_PATH where not given), and the program runs under qemu-aarch64 with
 Debian's aarch64 C library. ONNX Runtime and lossops read /proc/cpuinfo to choose their code, and qemu-user
 shows them the host's: the run mounts a /proc/cpuinfo of the CPU named by `--cpu` over it in a mount namespace
@@ -27,8 +27,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ..ort_ext import capi, library
-from ..ort_ext.machine_code import ARCH, ARCHES, LIBRARIES
+from ..ort_ext.kernels.targets import ARCH, ARCHES
+from ..ort_ext.machine_code import capi, library
+from ..ort_ext.machine_code.loader import LIBRARIES
 from .golden import DATA_DIR, load_all
 from .runner import one_type_each
 from .tolerance import compare

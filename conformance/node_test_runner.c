@@ -7,7 +7,7 @@
  * backend tests do: the inputs are the TensorProtos' raw data, named by the protos. It writes the output as a
  * TensorProto (dims, type, name, raw data) to OUT_DIR/<case>.pb, or ONNX Runtime's error to OUT_DIR/<case>.error,
  * and prints one line per case. lossops.conformance.c_runner builds it (the OrtApi slots come from
- * ort_ext/capi.py as -DSLOT_<name>=<slot>), runs it natively or under qemu, and holds the outputs to the suite.
+ * ort_ext/machine_code/capi.py as -DSLOT_<name>=<slot>), runs it natively or under qemu, and holds the outputs to the suite.
  * It reads the protos the suite writes (raw_data, no external data); anything else is a case's error. */
 #include <dlfcn.h>
 #include <stdint.h>

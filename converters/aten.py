@@ -1,5 +1,5 @@
 """The one translation table from PyTorch ops to ONNX for torch.onnx.export(dynamo=True), used by inference
-export (converters/torch.py) and training-step export (converters/training.py).
+export (converters/torch.py) and training-step export (training/export.py).
 
 Each lossops operator names its PyTorch counterparts in its record (`OpDef.torch`), and its translations are
 made from the record and PyTorch's own schema of each op: the op's tensor arguments are the node's inputs in

@@ -21,20 +21,15 @@ from .versions import DOMAIN, ONNX_OPSET, VERSION
 
 
 def module_name(op_name: str) -> str:
-    """The name of an operator's modules (its record here, its tile, its conformance cases): the operator's name
-    in snake case (KlDivBackward: kl_div_backward)."""
+    """The name of an operator's modules (its record in `opset/ops/`, its tile in `ort_ext/kernels/ops/`, its cases
+    in `conformance/ops/`): the operator's name in snake case (KlDivBackward: kl_div_backward)."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", op_name).lower()
 
 
-# the package's own machinery; every other module here holds one operator
-_MACHINERY = {"builder", "docs", "log1p", "model", "registry", "schema", "shapes", "spec", "sum_back", "validation",
-              "versions"}
-
-
 def _discover() -> dict[str, OpDef]:
-    """The `DEFINITION` of every operator module of this package, in module-name order."""
-    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent)]) if m.name not in _MACHINERY)
-    return {d.name: d for d in (importlib.import_module(f"{__package__}.{n}").DEFINITION for n in names)}
+    """The `DEFINITION` of every module of `opset/ops/` (one per operator), in module-name order."""
+    names = sorted(m.name for m in pkgutil.iter_modules([str(Path(__file__).parent / "ops")]))
+    return {d.name: d for d in (importlib.import_module(f"{__package__}.ops.{n}").DEFINITION for n in names)}
 
 
 OPS: dict[str, OpDef] = _discover()

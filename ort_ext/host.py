@@ -4,7 +4,7 @@ Why not `onnxruntime_extensions.onnx_op`: its handler converts every element thr
 the process on any Python exception, cannot take float16/bfloat16 and has neither optional inputs nor
 optional attributes (FACTS.md). Instead each operator and element type is an `OrtCustomOp` handed to the
 extensions library's `AddExternalCustomOp`, and the function ORT calls per run is machine code (prebuilt, or
-compiled by numba: ort_ext/machine_code.py, ort_ext/compiled.py): it reads the inputs' shapes and data
+compiled by numba: machine_code/loader.py, machine_code/compiled.py): it reads the inputs' shapes and data
 through the OrtApi table, lets the engine check them against the operator's rules, allocates the output
 through ORT, and runs the tiles on the session's own intra-op threads (`KernelContext_ParallelFor`: the
 session's thread setting holds, and nothing of lossops' lives in a thread that a fork or Ctrl-C could leave
@@ -27,8 +27,7 @@ import threading
 from pathlib import Path
 
 from ..opset import OPS
-from . import capi, library, machine_code
-from .kernels import layout
+from .kernels import layout, targets
 from .kernels.layout import (
     S_API,
     S_COMPUTE,
@@ -39,6 +38,7 @@ from .kernels.layout import (
     S_WORKER,
     STATE_WORDS,
 )
+from .machine_code import capi, library, loader
 
 KERNEL_DOMAIN = "ai.onnx.contrib"
 ELEMENT_TYPES = tuple(layout.ELEMENT_TYPES)  # the kernels' types, each with its storage dtype there
@@ -52,7 +52,7 @@ def compiled(op_name: str, elem_type: int | None = None) -> tuple[int, int]:
     """(compute, worker): the addresses of the machine code ORT calls for `op_name` on `elem_type` (compiled by
     numba on first use, for that type only, where the code is not prebuilt). ValueError for an operator without
     a kernel."""
-    code = machine_code.code()
+    code = loader.code()
     if code is None:
         raise RuntimeError("lossops: the kernels are not available here")
     compute, worker = code.addresses(op_name, ("compute", "task"), elem_type)
@@ -70,7 +70,7 @@ class _Registered:
         self.struct.version = capi.OP_VERSION
         for field, callback in callbacks.items():
             setattr(self.struct, field, callback)
-        self.struct.KernelComputeV2 = machine_code.code().trampoline()
+        self.struct.KernelComputeV2 = loader.code().trampoline()
         self.struct.KernelDestroy = capi.FREE
 
 
@@ -180,7 +180,7 @@ class Host:
                 return
             library = C.CDLL(extensions_library())
             library.AddExternalCustomOp.argtypes, library.AddExternalCustomOp.restype = [C.c_void_p], C.c_bool
-            for name in machine_code.code().ops:
+            for name in loader.code().ops:
                 for elem_type in ELEMENT_TYPES:
                     entry = _Registered(name, elem_type, self._callbacks)
                     self._ops[C.addressof(entry.struct)] = entry
@@ -204,7 +204,7 @@ def extensions_library() -> str:
 
 def kernels_available() -> bool:
     """Whether sessions run the lossops kernels here: onnxruntime-extensions is installed and machine code for
-    them exists (prebuilt, or numba to compile it; machine_code.py says once why not)."""
+    them exists (prebuilt, or numba to compile it; loader.py says once why not)."""
     return not why_no_kernels()
 
 
@@ -212,7 +212,7 @@ def why_no_kernels() -> str:
     """Why sessions run the decomposition instead of the kernels here ("" where they run the kernels)."""
     if importlib.util.find_spec("onnxruntime_extensions") is None:
         return "onnxruntime-extensions is not installed"
-    return machine_code.why_none() if machine_code.code() is None else ""
+    return loader.why_none() if loader.code() is None else ""
 
 
 def why_no_native_kernels() -> str:
@@ -222,7 +222,7 @@ def why_no_native_kernels() -> str:
         chosen = library.choice(library.library_path())
     except RuntimeError as e:
         return str(e).removeprefix("lossops: ")
-    return "" if chosen in machine_code.LEVELS else chosen.removeprefix("lossops: ")
+    return "" if chosen in targets.LEVELS else chosen.removeprefix("lossops: ")
 
 
 _MARK = "lossops.kernels_registered"  # a session config entry: travels with the options object

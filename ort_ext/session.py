@@ -90,7 +90,7 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
 def _jit_element_types(model: ModelProto) -> dict[str, int]:
     """Where numba compiles the kernels on demand: each lossops node's element type (by its output's name), so
     that only that type's code is compiled; empty where the machine code is prebuilt (it serves every type)."""
-    from .machine_code import Jit, code
+    from .machine_code.loader import Jit, code
 
     if not isinstance(code(), Jit):
         return {}
@@ -119,7 +119,8 @@ def _validate_kernel_nodes(model: ModelProto) -> None:
                 raise ValueError(f"{node.domain}::{node.op_type} (the kernel of lossops {name}): {found[0]}")
 
 
-def _bfloat16() -> np.dtype | None:
+def bfloat16_dtype() -> np.dtype | None:
+    """ml_dtypes' bfloat16 (onnx depends on ml_dtypes), or None without it."""
     try:
         import ml_dtypes
     except ImportError:  # pragma: no cover
@@ -130,7 +131,7 @@ def _bfloat16() -> np.dtype | None:
 def ortvalue(array) -> onnxruntime.OrtValue:
     """An OrtValue of a numpy array, ml_dtypes.bfloat16 included (onnxruntime's own refuses it)."""
     a = np.require(array, requirements="C")  # keeps rank 0 (ascontiguousarray would make it rank 1)
-    if a.dtype == _bfloat16():
+    if a.dtype == bfloat16_dtype():
         return onnxruntime.OrtValue.ortvalue_from_numpy_with_onnx_type(a.view(np.uint16), onnx.TensorProto.BFLOAT16)
     return onnxruntime.OrtValue.ortvalue_from_numpy(a)
 
@@ -142,7 +143,7 @@ def array(value: onnxruntime.OrtValue) -> np.ndarray:
     shape = tuple(value.shape())
     count = int(np.prod(shape, dtype=np.int64))
     raw = (ctypes.c_uint16 * count).from_address(value.data_ptr()) if count else []
-    return np.array(raw, dtype=np.uint16).view(_bfloat16()).reshape(shape)
+    return np.array(raw, dtype=np.uint16).view(bfloat16_dtype()).reshape(shape)
 
 
 def run_with_bfloat16(session: onnxruntime.InferenceSession, output_names, feeds: dict, run_options=None) -> list:

@@ -17,9 +17,9 @@ from onnx import TensorProto, helper
 
 from lossops import opset
 from lossops.conformance.cases import node_model
-from lossops.ort_ext import InferenceSession, add_kernels, kernels, prepare
+from lossops.ort_ext import InferenceSession, add_kernels, arrays, prepare
+from lossops.ort_ext.arrays import InvalidInput
 from lossops.ort_ext.host import KERNEL_DOMAIN, kernel_op_type
-from lossops.ort_ext.kernels import InvalidInput
 
 MODES = ["kernels", "decomposition"]
 f32 = np.float32
@@ -138,7 +138,7 @@ def test_static_and_runtime_shape_errors_read_the_same():
             opset.shapes.infer(opset.get(op), shapes, opset.get(op).defaults())
         inputs = [None if i.name not in shapes else np.ones(shapes[i.name], f32) for i in opset.get(op).inputs]
         with pytest.raises(InvalidInput) as run_time:
-            kernels.run(op, inputs)
+            arrays.run(op, inputs)
         assert str(run_time.value) == f"{op}: {static.value}"
 
 

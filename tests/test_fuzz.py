@@ -16,7 +16,7 @@ from lossops.conformance.specs import draw
 from lossops.conformance.tolerance import compare, oracle_error, term_magnitude
 from lossops.opset.spec import BROADCAST, EXACT, FITS, LOG_PROBABILITY
 from lossops.ort_ext import InferenceSession
-from lossops.ort_ext.kernels import run
+from lossops.ort_ext.arrays import run
 
 DTYPES = {"float32": np.dtype(np.float32), "float64": np.dtype(np.float64), "float16": np.dtype(np.float16),
           "bfloat16": np.dtype(ml_dtypes.bfloat16)}

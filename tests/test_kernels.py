@@ -13,7 +13,8 @@ import pytest
 from lossops import bench, opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import Spec, spec_case
-from lossops.ort_ext.kernels import _planned, engine, halves, run
+from lossops.ort_ext.arrays import _planned, run
+from lossops.ort_ext.kernels import engine, halves
 from lossops.ort_ext.kernels.native import STREAMING_STORES, view
 from lossops.ort_ext.kernels.registry import KERNELS
 
@@ -156,7 +157,7 @@ def _plan(op: str, shapes: dict[int, tuple], n_inputs: int) -> np.ndarray:
         o = plan["operands"][0, j]
         o["present"], o["address"], o["rank"], o["elem_type"] = 1, a.ctypes.data, a.ndim, engine.FLOAT
         o["dims"][:a.ndim] = a.shape
-    from lossops.ort_ext.kernels import entry_points
+    from lossops.ort_ext.arrays import entry_points
 
     assert entry_points(op, None, engine.FLOAT)[0](plan.ctypes.data) == engine.OK
     _keep.append(arrays)
@@ -236,7 +237,7 @@ def test_source_stamp_is_taken_at_import():
     import subprocess
     import sys
 
-    code = ("from lossops.ort_ext.kernels import run; from lossops.ort_ext import machine_code as m; "
+    code = ("from lossops.ort_ext.arrays import run; from lossops.ort_ext.machine_code import loader as m; "
             "print(m.source_stamp.cache_info().currsize, m.source_stamp.cache_info().misses)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.stdout.split() == ["1", "1"], done.stderr[-2000:]

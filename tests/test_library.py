@@ -1,12 +1,12 @@
-"""The native custom-op library (ort_ext/custom_ops.c with the tables ort_ext/library.py generates from the
-records) as any ONNX Runtime host uses it: plain onnxruntime's `register_custom_ops_library`, with no lossops,
-numba, torch or onnxruntime-extensions in the process, and a host written in C (conformance/node_test_runner.c)
-on ONNX Runtime's C API, with no Python at all. It computes every case of the conformance suite bit for bit as
-`lossops.ort_ext.InferenceSession` does, refuses bad attributes and inputs with the Python path's messages,
-chooses its level by the CPU's flags, and refuses a damaged install in one line.
+"""The native custom-op library (ort_ext/machine_code/custom_ops.c with the tables that machine_code/library.py
+generates from the records) as any ONNX Runtime host uses it: plain onnxruntime's `register_custom_ops_library`, with
+no lossops, numba, torch or onnxruntime-extensions in the process, and a host written in C
+(conformance/node_test_runner.c) on ONNX Runtime's C API, with no Python at all. It computes every case of the
+conformance suite bit for bit as `lossops.ort_ext.InferenceSession` does, refuses bad attributes and inputs with the
+Python path's messages, chooses its level by the CPU's flags, and refuses a damaged install in one line.
 
-The library is built with the kernels (ort_ext/aot.py): CI copies the wheel's into the checkout, and a local run
-builds the host's level once (tests/machine_code_once.py). Without it the tests are skipped, saying so.
+The library is built with the kernels (ort_ext/machine_code/aot.py): CI copies the wheel's into the checkout, and a
+local run builds the host's level once (tests/machine_code_once.py). Without it the tests are skipped, saying so.
 """
 
 from __future__ import annotations
@@ -26,14 +26,16 @@ from onnx import TensorProto, helper
 from lossops import opset
 from lossops.conformance import c_runner, golden
 from lossops.conformance.cases import node_model
-from lossops.ort_ext import InferenceSession, library, machine_code
+from lossops.ort_ext import InferenceSession
+from lossops.ort_ext.kernels import targets
+from lossops.ort_ext.machine_code import library, loader
 from lossops.ort_ext.session import run_with_bfloat16
 
-_BUILT = (machine_code.LIBRARIES / library.FILE).is_file() and isinstance(
-    machine_code.manifest(), dict) and machine_code.manifest().get("stamp") == machine_code.source_stamp()
+_BUILT = (loader.LIBRARIES / library.FILE).is_file() and isinstance(
+    loader.manifest(), dict) and loader.manifest().get("stamp") == loader.source_stamp()
 pytestmark = pytest.mark.skipif(
-    not _BUILT, reason="no native library for these sources in ort_ext/prebuilt/ (CI copies the built wheel's "
-    "there; python -m lossops.ort_ext.aot ort_ext/prebuilt builds it)")
+    not _BUILT, reason="no native library for these sources in ort_ext/machine_code/prebuilt/ (CI copies the built "
+    "wheel's there; python -m lossops.ort_ext.machine_code.aot ort_ext/machine_code/prebuilt builds it)")
 
 # plain onnxruntime and onnx only: every case of the suite through the library, outputs saved as bytes
 _PLAIN = """
@@ -70,7 +72,7 @@ _PLAIN = """
 
 
 def _python(script: str, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k != machine_code.ENV} | env_vars
+    env = {k: v for k, v in os.environ.items() if k != loader.ENV} | env_vars
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
                           timeout=600, env=env, cwd="/")
 
@@ -96,9 +98,9 @@ def test_plain_onnxruntime_and_a_c_host_compute_every_case_as_the_lossops_sessio
     cases = golden.load_all()
     assert sorted(plain) == sorted(g.name for g in cases)
     assert {n.op_type for g in cases for n in g.model.graph.node if n.domain == opset.DOMAIN} == set(
-        machine_code.code().ops)
+        loader.code().ops)
     first, c_host = _c_host([g.name for g in cases])
-    assert first.endswith(f", lossops kernels: {machine_code.cpu_levels()[-1]}"), first
+    assert first.endswith(f", lossops kernels: {targets.cpu_levels()[-1]}"), first
     differ, c_differs = [], []
     for g in cases:
         feeds = {i.name: a for i, a in zip(g.model.graph.input, g.inputs, strict=True)}
@@ -144,7 +146,7 @@ def _bad_values(a) -> list:
     return [v for v in out_of_range if v is not None] + [float("inf"), float("nan"), "0.5", 2]
 
 
-_CASES = [(op, a.name, v) for op in machine_code.code().ops for a in opset.get(op).attributes
+_CASES = [(op, a.name, v) for op in loader.code().ops for a in opset.get(op).attributes
           for v in _bad_values(a)] if _BUILT else []
 
 
@@ -166,8 +168,8 @@ def test_a_bad_attribute_is_refused_with_the_python_paths_message(op, name, valu
     assert str(python_path.value).split(": ", 1)[1] in str(ours.value)  # which names the node too
 
 
-_FOREIGN = [(op, name) for op in machine_code.code().ops for name in sorted(
-    {a.name for other in machine_code.code().ops for a in opset.get(other).attributes}
+_FOREIGN = [(op, name) for op in loader.code().ops for name in sorted(
+    {a.name for other in loader.code().ops for a in opset.get(other).attributes}
     - {a.name for a in opset.get(op).attributes})] if _BUILT else []
 
 
@@ -200,8 +202,8 @@ def test_a_refused_float_reads_as_pythons_repr(value):
 
 
 def test_the_library_chooses_the_level_the_python_package_chooses():
-    assert library.choice(library.library_path()) == machine_code.cpu_levels()[-1]
-    assert machine_code.code().source == f"prebuilt {machine_code.cpu_levels()[-1]}"
+    assert library.choice(library.library_path()) == targets.cpu_levels()[-1]
+    assert loader.code().source == f"prebuilt {targets.cpu_levels()[-1]}"
 
 
 def test_threads_registering_and_running_at_once_agree():
@@ -218,7 +220,7 @@ def test_threads_registering_and_running_at_once_agree():
 
 def _c_host(cases: list[str], root: Path = golden.DATA_DIR) -> tuple[str, dict]:
     """conformance/node_test_runner.c, compiled here, on the onnxruntime wheel's own libonnxruntime.so."""
-    return c_runner.run(machine_code.ARCH, machine_code.LIBRARIES, c_runner.onnxruntime_library(machine_code.ARCH),
+    return c_runner.run(targets.ARCH, loader.LIBRARIES, c_runner.onnxruntime_library(targets.ARCH),
                         cases, root=root)
 
 
@@ -291,7 +293,7 @@ def _model_text() -> str:
 
 
 def test_a_level_this_cpu_cannot_run_is_refused_in_one_line():
-    beyond = [level for level in machine_code.levels_of() if level not in machine_code.cpu_levels()]
+    beyond = [level for level in targets.levels_of() if level not in targets.cpu_levels()]
     if not beyond:
         pytest.skip("this CPU runs every level, so none can be refused here")
     done = _python(_model_text(), library.library_path(), LOSSOPS_KERNELS=beyond[0])
@@ -313,17 +315,17 @@ def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
     """Every kernel library this CPU runs damaged: registration fails with one line, and the process lives on.
     Each is refused before it is mapped: by its size, or by its SHA-256 where the size is the build's."""
     copy = tmp_path / "prebuilt"
-    shutil.copytree(machine_code.LIBRARIES, copy)
-    runs = [level for level in machine_code.cpu_levels() if (copy / machine_code.level_file(level)).is_file()]
+    shutil.copytree(loader.LIBRARIES, copy)
+    runs = [level for level in targets.cpu_levels() if (copy / loader.level_file(level)).is_file()]
     for level in runs:
-        path = copy / machine_code.level_file(level)
+        path = copy / loader.level_file(level)
         data = path.read_bytes()
         if damage == "truncated":
             path.write_bytes(data[:len(data) // 2])
         elif damage == "another level's file":  # the same size, another level's name inside
             path.write_bytes(data.replace(b"\0" + level.encode() + b"\0", b"\0" + b"x" * len(level) + b"\0"))
         elif damage == "stale":  # built from other sources: another stamp of the same length
-            stamp = machine_code.source_stamp().encode()
+            stamp = loader.source_stamp().encode()
             path.write_bytes(data.replace(stamp, stamp[::-1]))
         else:  # in its machine code, where nothing else would notice before it ran
             flipped = bytearray(data)
@@ -338,18 +340,18 @@ def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
 
 
 def test_a_damaged_best_level_gives_way_to_the_one_below(tmp_path):
-    runs = [level for level in machine_code.cpu_levels()
-            if (machine_code.LIBRARIES / machine_code.level_file(level)).is_file()]
+    runs = [level for level in targets.cpu_levels()
+            if (loader.LIBRARIES / loader.level_file(level)).is_file()]
     if len(runs) < 2:
         pytest.skip(f"this install has one level this CPU runs ({runs}): the wheel has all four")
     copy = tmp_path / "prebuilt"
-    shutil.copytree(machine_code.LIBRARIES, copy)
-    best = copy / machine_code.level_file(runs[-1])
+    shutil.copytree(loader.LIBRARIES, copy)
+    best = copy / loader.level_file(runs[-1])
     best.write_bytes(best.read_bytes()[:1000])
     done = _python(_model_text(), str(copy / library.FILE))
     assert done.returncode == 0 and done.stdout.strip() == "4.0"
     assert done.stderr == (f"lossops: the library for {runs[-1]} is damaged or replaced (1000 bytes; "
-                           f"{(machine_code.LIBRARIES / machine_code.level_file(runs[-1])).stat().st_size} were "
+                           f"{(loader.LIBRARIES / loader.level_file(runs[-1])).stat().st_size} were "
                            "built); trying the levels below it\n")
 
 
@@ -362,7 +364,7 @@ def test_library_path_imports_neither_numba_nor_torch():
     """)
     assert done.returncode == 0, done.stderr
     path, loaded = done.stdout.splitlines()
-    assert Path(path) == machine_code.LIBRARIES / library.FILE and loaded == "[]"
+    assert Path(path) == loader.LIBRARIES / library.FILE and loaded == "[]"
 
 
 def test_an_install_without_the_library_says_so_in_one_line(monkeypatch, tmp_path):
@@ -375,8 +377,8 @@ def test_an_install_without_the_library_says_so_in_one_line(monkeypatch, tmp_pat
 def test_the_tables_come_from_the_records():
     """Every operator with its inputs and attributes, and every OrtApi slot the library calls, is in the
     generated header (so a new operator adds no C)."""
-    text = library.tables({}, machine_code.ARCH)
-    for op in machine_code.code().ops:
+    text = library.tables({}, targets.ARCH)
+    for op in loader.code().ops:
         record = opset.get(op)
         assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes, ' in text
         for a in record.attributes:

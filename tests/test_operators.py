@@ -10,7 +10,7 @@ import pytest
 
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import DTYPES, large_specs, node_specs, spec_case
-from lossops.ort_ext.kernels import run
+from lossops.ort_ext.arrays import run
 
 from record import MAX_ULPS
 

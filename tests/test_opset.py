@@ -9,7 +9,7 @@ import pytest
 from onnx import TensorProto, defs, helper
 
 from lossops import opset
-from lossops.opset.docs import operator_reference
+from lossops.regenerate import operator_reference
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -27,7 +27,8 @@ from lossops.conformance.cases import DTYPES, Spec, np_dtype, spec_case
 from lossops.conformance.specs import draw
 from lossops.conformance.tolerance import compare
 from lossops.opset.spec import BROADCAST, EXACT, LOG_PROBABILITY
-from lossops.ort_ext.kernels import _planned, engine, run
+from lossops.ort_ext.arrays import _planned, run
+from lossops.ort_ext.kernels import engine
 from lossops.ort_ext.kernels.native import STREAMING_STORES
 from lossops.ort_ext.kernels.registry import KERNELS
 

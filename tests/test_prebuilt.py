@@ -1,11 +1,11 @@
-"""The machine code compiled ahead of time (ort_ext/aot.py), as a wheel carries it: each x86-64 level loads and
-passes the conformance suite inside onnxruntime; the best level this CPU runs computes bit for bit what numba's
-JIT computes for that level; the choice follows the CPU's flags; and without machine code or numba the session
+"""The machine code compiled ahead of time (ort_ext/machine_code/aot.py), as a wheel carries it: each x86-64 level
+loads and passes the conformance suite inside onnxruntime; the best level this CPU runs computes bit for bit what
+numba's JIT computes for that level; the choice follows the CPU's flags; and without machine code or numba the session
 runs the decomposition, said in one line.
 
-The libraries are in ort_ext/prebuilt/ of a built wheel; CI copies the ones of the wheel it built into the
-checkout (`python -m lossops.ort_ext.aot ort_ext/prebuilt` makes them here). Without them the tests that load
-them are skipped, saying so.
+The libraries are in ort_ext/machine_code/prebuilt/ of a built wheel; CI copies the ones of the wheel it built into
+the checkout (`python -m lossops.ort_ext.machine_code.aot ort_ext/machine_code/prebuilt` makes them here). Without
+them the tests that load them are skipped, saying so.
 """
 
 from __future__ import annotations
@@ -22,23 +22,26 @@ import numpy as np
 import pytest
 
 from lossops import opset
-from lossops.ort_ext import machine_code
+from lossops.ort_ext.kernels import targets
+from lossops.ort_ext.machine_code import loader
 
-_MANIFEST = machine_code.manifest()
-_BUILT = _MANIFEST is not None and _MANIFEST.get("stamp") == machine_code.source_stamp()
+_MANIFEST = loader.manifest()
+_BUILT = _MANIFEST is not None and _MANIFEST.get("stamp") == loader.source_stamp()
 needs_prebuilt = pytest.mark.skipif(
-    not _BUILT, reason="no prebuilt kernels for these sources in ort_ext/prebuilt/ "
-    "(CI copies the built wheel's there; python -m lossops.ort_ext.aot ort_ext/prebuilt builds them)")
+    not _BUILT, reason="no prebuilt kernels for these sources in ort_ext/machine_code/prebuilt/ "
+    "(CI copies the built wheel's there; python -m lossops.ort_ext.machine_code.aot ort_ext/machine_code/prebuilt "
+    "builds them)")
 
 _OUTPUTS = """
     import sys, numpy as np
     from lossops.conformance import backends, golden
-    from lossops.ort_ext import machine_code
-    print(machine_code.code().source)
-    if isinstance(machine_code.code(), machine_code.Jit):  # each operator's functions for all four types at once,
-        # as the libraries hold them (ort_ext/aot.py): the same code, and 8 compilations rather than 32
-        per_type = machine_code.Jit.addresses
-        machine_code.Jit.addresses = lambda self, op, kinds, elem_type=None: per_type(self, op, kinds)
+    from lossops.ort_ext.kernels import targets
+    from lossops.ort_ext.machine_code import loader
+    print(loader.code().source)
+    if isinstance(loader.code(), loader.Jit):  # each operator's functions for all four types at once,
+        # as the libraries hold them (ort_ext/machine_code/aot.py): the same code, and 8 compilations rather than 32
+        per_type = loader.Jit.addresses
+        loader.Jit.addresses = lambda self, op, kinds, elem_type=None: per_type(self, op, kinds)
     out = {}
     for g in golden.load_all():
         if set(sys.argv[2:]) >= {n.op_type for n in g.model.graph.node if n.domain == "lossops"}:
@@ -54,9 +57,9 @@ JIT_COMPARED = ("KlDivBackward", "SigmoidFocalLoss")
 def _run(script: str, *args: str, kernels: str | None = None, timeout: int = 900,
          **env_vars: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, **env_vars)
-    env.pop(machine_code.ENV, None)
+    env.pop(loader.ENV, None)
     if kernels is not None:
-        env[machine_code.ENV] = kernels
+        env[loader.ENV] = kernels
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
@@ -78,9 +81,9 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
     has no FMA (llvm.fmuladd rounds twice): the suite holds those to its tolerance."""
     from lossops.conformance import golden
 
-    on_this_cpu = machine_code.cpu_levels()
+    on_this_cpu = targets.cpu_levels()
     # a wheel carries every level (.ci/wheel.sh checks it); a checkout's tests build the best one (conftest.py)
-    assert set(_MANIFEST["levels"]) <= set(machine_code.LEVELS) and on_this_cpu[-1] in _MANIFEST["levels"]
+    assert set(_MANIFEST["levels"]) <= set(targets.LEVELS) and on_this_cpu[-1] in _MANIFEST["levels"]
     for level in _MANIFEST["levels"]:
         if level not in on_this_cpu:
             continue  # said in test_the_levels_this_cpu_runs
@@ -89,7 +92,7 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
         assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-2000:]
     best = on_this_cpu[-1]
     jit = _outputs("jit", tmp_path / "jit.npz", NUMBA_CPU_NAME=best,
-                   NUMBA_CPU_FEATURES=machine_code.llvm_features(best), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+                   NUMBA_CPU_FEATURES=targets.llvm_features(best), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
     got = _outputs(best, tmp_path / f"{best}.npz")
     compared = {g.name for g in golden.load_all()
                 if set(JIT_COMPARED) >= {n.op_type for n in g.model.graph.node if n.domain == opset.DOMAIN}}
@@ -103,10 +106,10 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
 def test_a_library_exports_its_entry_points_only():
     """Each operator's five functions, the trampoline, the planner and the stamp; the stubs for numba's and
     CPython's symbols stay hidden, so they never stand in for a process's real ones."""
-    expected = {f"lossops_{op}_{kind}" for op in _MANIFEST["ops"] for kind in machine_code.KINDS}
+    expected = {f"lossops_{op}_{kind}" for op in _MANIFEST["ops"] for kind in loader.KINDS}
     expected |= {"lossops_trampoline", "lossops_plan", "lossops_stamp", "lossops_level"}
     for level, entry in _MANIFEST["levels"].items():
-        listed = subprocess.run(["nm", "-D", "--defined-only", str(machine_code.LIBRARIES / entry["file"])],
+        listed = subprocess.run(["nm", "-D", "--defined-only", str(loader.LIBRARIES / entry["file"])],
                                 capture_output=True, text=True, check=True).stdout
         assert {line.split()[-1] for line in listed.splitlines()} == expected, level
 
@@ -117,7 +120,7 @@ def test_a_library_calls_its_own_planner():
     """Every operator calls the planner by its symbol: bound inside the library when it is linked, so no planner
     of the same name loaded earlier in the process (another level's, another version's) can stand in."""
     for level, entry in _MANIFEST["levels"].items():
-        relocations = subprocess.run(["readelf", "-r", "--wide", str(machine_code.LIBRARIES / entry["file"])],
+        relocations = subprocess.run(["readelf", "-r", "--wide", str(loader.LIBRARIES / entry["file"])],
                                      capture_output=True, text=True, check=True).stdout
         assert "lossops_plan" not in relocations, level
 
@@ -128,7 +131,7 @@ def test_a_library_needs_only_the_manylinux_2_17_glibc():
     """The wheel is manylinux_2_17: no symbol from a newer glibc (pow is bound to its GLIBC_2.2.5 version; the
     default, GLIBC_2.29, made auditwheel refuse the wheel)."""
     for level, entry in _MANIFEST["levels"].items():
-        listed = subprocess.run(["objdump", "-T", str(machine_code.LIBRARIES / entry["file"])], capture_output=True,
+        listed = subprocess.run(["objdump", "-T", str(loader.LIBRARIES / entry["file"])], capture_output=True,
                                 text=True, check=True).stdout
         versions = {tuple(map(int, v.split("."))) for v in re.findall(r"GLIBC_([0-9.]+)\)", listed)}
         assert versions and max(versions) <= (2, 17), (level, sorted(versions))
@@ -137,26 +140,26 @@ def test_a_library_needs_only_the_manylinux_2_17_glibc():
 @needs_prebuilt
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="needs binutils' objdump to disassemble a library")
 def test_float16_is_converted_by_f16c_exactly_where_the_level_has_it():
-    """ort_ext/aot.py compiles numba's IR once for every level and sets kernels/halves.py's constant for each: the
-    levels with F16C convert float16 with its instructions, x86-64-v2 with integer code (no libcall)."""
+    """ort_ext/machine_code/aot.py compiles numba's IR once for every level and sets kernels/halves.py's constant for
+    each: the levels with F16C convert float16 with its instructions, x86-64-v2 with integer code (no libcall)."""
     for level, entry in _MANIFEST["levels"].items():
-        code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(machine_code.LIBRARIES / entry["file"])],
+        code = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(loader.LIBRARIES / entry["file"])],
                               capture_output=True, text=True, check=True).stdout
         f16c = "vcvtph2ps" in code and "vcvtps2ph" in code
-        assert f16c == ("+f16c" in machine_code.llvm_features(level).split(",")), level
+        assert f16c == ("+f16c" in targets.llvm_features(level).split(",")), level
         assert "hf2" not in code, level  # compiler-rt's conversion functions: never called
 
 
-@pytest.mark.skipif(machine_code.ARCH != "x86_64", reason="x86-64's flags (aarch64's Features: the test below)")
+@pytest.mark.skipif(targets.ARCH != "x86_64", reason="x86-64's flags (aarch64's Features: the test below)")
 def test_the_levels_this_cpu_runs():
     """The levels come from /proc/cpuinfo's flags, each level needing the ones below it."""
-    levels = machine_code.cpu_levels()
+    levels = targets.cpu_levels()
     with open("/proc/cpuinfo") as f:
         flags = set(next(line for line in f if line.startswith("flags")).split(":", 1)[1].split())
     assert ("x86-64-v3" in levels) == ({"avx2", "fma", "bmi2", "f16c", "movbe"} <= flags and "x86-64-v2" in levels)
     assert ("x86-64-v4" in levels) == ({"avx512f", "avx512bw", "avx512vl"} <= flags and "x86-64-v3" in levels)
     assert ("znver4" in levels) == ("sse4a" in flags and "x86-64-v4" in levels)  # AMD's, with AVX-512: Zen 4+
-    assert levels == machine_code.levels_of()[:len(levels)]
+    assert levels == targets.levels_of()[:len(levels)]
 
 
 def test_the_build_backend_builds_every_architecture_with_machine_code(monkeypatch):
@@ -165,7 +168,7 @@ def test_the_build_backend_builds_every_architecture_with_machine_code(monkeypat
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
     import build_backend
 
-    assert build_backend.ARCHES == tuple(machine_code.ARCHES)
+    assert build_backend.ARCHES == tuple(targets.ARCHES)
     monkeypatch.setenv("LOSSOPS_WHEEL_ARCH", "aarch64")
     assert build_backend.wheel_arch() == "aarch64"
     monkeypatch.setenv("LOSSOPS_WHEEL_ARCH", "riscv64")
@@ -185,7 +188,7 @@ def test_the_aarch64_levels_of_a_cpuinfo(cpu, without, expected):
     from lossops.conformance.c_runner import cpuinfo
 
     text = cpuinfo(cpu).replace(f" {without} ", " ") if without else cpuinfo(cpu)
-    assert machine_code.cpu_levels(text, "aarch64") == expected
+    assert targets.cpu_levels(text, "aarch64") == expected
 
 
 @needs_prebuilt
@@ -193,17 +196,18 @@ def test_the_best_level_is_chosen_and_nothing_is_compiled_or_imported():
     done = _run("""
         import sys
         import numpy as np
-        from lossops.ort_ext import machine_code
+        from lossops.ort_ext.kernels import targets
+        from lossops.ort_ext.machine_code import loader
         from lossops.conformance.cases import node_model
         from lossops.ort_ext import InferenceSession
         x = np.linspace(-3, 3, 1000, dtype=np.float32)
         model, feeds = node_model("KlDivBackward", [x, x, x], "float32", {"reduction": "none"})
         InferenceSession(model.SerializeToString()).run(None, feeds)
-        print(machine_code.code().source, "numba" in sys.modules, "torch" in sys.modules,
+        print(loader.code().source, "numba" in sys.modules, "torch" in sys.modules,
               "onnxruntime_extensions" in sys.modules)
     """)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["prebuilt", machine_code.cpu_levels()[-1], "False", "False", "False"]
+    assert done.stdout.split() == ["prebuilt", targets.cpu_levels()[-1], "False", "False", "False"]
     assert done.stderr == ""
 
 
@@ -214,8 +218,9 @@ def test_without_machine_code_or_numba_the_decomposition_runs_said_once(tmp_path
         import sys
         sys.modules["numba"] = None  # what an import system without numba answers: not found
         import numpy as np
-        from lossops.ort_ext import machine_code
-        machine_code.LIBRARIES = machine_code.LIBRARIES.parent / "no-such-directory"
+        from lossops.ort_ext.kernels import targets
+        from lossops.ort_ext.machine_code import loader
+        loader.LIBRARIES = loader.LIBRARIES.parent / "no-such-directory"
         from lossops.conformance.cases import node_model
         from lossops.ort_ext import InferenceSession, kernels_available
         x = np.linspace(0.1, 0.9, 10, dtype=np.float32)
@@ -238,14 +243,15 @@ def test_a_library_from_other_sources_is_refused(tmp_path):
     done = _run("""
         import json, shutil, sys
         from pathlib import Path
-        from lossops.ort_ext import machine_code
+        from lossops.ort_ext.kernels import targets
+        from lossops.ort_ext.machine_code import loader
         copy = Path(sys.argv[1]) / "prebuilt"
-        shutil.copytree(machine_code.LIBRARIES, copy)
+        shutil.copytree(loader.LIBRARIES, copy)
         manifest = json.loads((copy / "manifest.json").read_text())
         manifest["stamp"] = "0" * 64
         (copy / "manifest.json").write_text(json.dumps(manifest))
-        machine_code.LIBRARIES = copy
-        print(machine_code.code().source)
+        loader.LIBRARIES = copy
+        print(loader.code().source)
     """, str(tmp_path))
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "numba JIT"
@@ -256,11 +262,12 @@ _DAMAGED = """
     import json, shutil, sys
     from pathlib import Path
     import numpy as np
-    from lossops.ort_ext import machine_code
+    from lossops.ort_ext.kernels import targets
+    from lossops.ort_ext.machine_code import loader
     copy = Path(sys.argv[1]) / "prebuilt"
-    shutil.copytree(machine_code.LIBRARIES, copy)
+    shutil.copytree(loader.LIBRARIES, copy)
     manifest = json.loads((copy / "manifest.json").read_text())
-    best = machine_code.cpu_levels()[-1]
+    best = targets.cpu_levels()[-1]
     library = copy / manifest["levels"][best]["file"]
     damage = sys.argv[2]
     if damage == "truncated":  # a half-written install: the loader would map past the file's end (SIGBUS)
@@ -274,12 +281,12 @@ _DAMAGED = """
     elif damage == "manifest without levels":
         del manifest["levels"]
     (copy / "manifest.json").write_text(json.dumps(manifest))
-    machine_code.LIBRARIES = copy
+    loader.LIBRARIES = copy
     from lossops.conformance.cases import node_model
     from lossops.ort_ext import InferenceSession
     x = np.linspace(0.1, 0.9, 1000, dtype=np.float32)
     model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
-    print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].shape, machine_code.code().source)
+    print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].shape, loader.code().source)
 """
 
 
@@ -294,7 +301,7 @@ def test_a_damaged_install_is_refused_in_one_line_and_the_kernels_still_run(tmp_
     """What the loader meets in a broken install ends in one line and the fallback (numba here), never a
     signal: a truncated library, another level's library under this level's name, a malformed manifest."""
     if damage == "another level" and len(_MANIFEST["levels"]) < 2:
-        pytest.skip("needs two levels in ort_ext/prebuilt/ (a wheel's four; a checkout's tests build one)")
+        pytest.skip("needs two levels in ort_ext/machine_code/prebuilt/ (a wheel's four; a checkout's tests build one)")
     done = _run(_DAMAGED, str(tmp_path), damage)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split()[-2:] == ["numba", "JIT"], done.stdout
@@ -306,7 +313,7 @@ def test_a_damaged_install_is_refused_in_one_line_and_the_kernels_still_run(tmp_
     assert "Traceback" not in done.stderr
 
 
-_LEVEL_BEYOND_THE_CPU = next((level for level in machine_code.levels_of() if level not in machine_code.cpu_levels()),
+_LEVEL_BEYOND_THE_CPU = next((level for level in targets.levels_of() if level not in targets.cpu_levels()),
                              None)
 
 
@@ -316,15 +323,16 @@ def test_an_override_naming_a_level_this_cpu_cannot_run_is_refused_in_one_line()
     """LOSSOPS_KERNELS=x86-64-v4 on a CPU without AVX-512 ended the process with SIGILL at the first call."""
     done = _run("""
         import numpy as np
-        from lossops.ort_ext import machine_code
+        from lossops.ort_ext.kernels import targets
+        from lossops.ort_ext.machine_code import loader
         from lossops.conformance.cases import node_model
         from lossops.ort_ext import InferenceSession
         x = np.linspace(0.1, 0.9, 1000, dtype=np.float32)
         model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
-        print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].shape, machine_code.code().source)
+        print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].shape, loader.code().source)
     """, kernels=_LEVEL_BEYOND_THE_CPU)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.split()[-2:] == ["prebuilt", machine_code.cpu_levels()[-1]]
+    assert done.stdout.split()[-2:] == ["prebuilt", targets.cpu_levels()[-1]]
     (line,) = done.stderr.splitlines()
     assert line.startswith(f"lossops: LOSSOPS_KERNELS={_LEVEL_BEYOND_THE_CPU} refused: this CPU cannot run"), line
 
@@ -334,13 +342,14 @@ def test_jit_asked_for_without_numba_is_one_line():
         import sys
         sys.modules["numba"] = None
         import numpy as np
-        from lossops.ort_ext import machine_code
+        from lossops.ort_ext.kernels import targets
+        from lossops.ort_ext.machine_code import loader
         from lossops.conformance.cases import node_model
         from lossops.ort_ext import InferenceSession
         x = np.linspace(0.1, 0.9, 10, dtype=np.float32)
         model, feeds = node_model("BinaryCrossEntropyBackward", [x, x, x], "float32", {"reduction": "none"})
         InferenceSession(model.SerializeToString()).run(None, feeds)
-        print(machine_code.code() and machine_code.code().source)
+        print(loader.code() and loader.code().source)
     """, kernels="jit")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Traceback" not in done.stderr

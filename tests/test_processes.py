@@ -15,7 +15,9 @@ import pytest
 
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
-from lossops.ort_ext import InferenceSession, machine_code
+from lossops.ort_ext import InferenceSession
+from lossops.ort_ext.kernels import targets
+from lossops.ort_ext.machine_code import loader
 
 LARGE = 3 * 10**5  # above the size at which the kernels split work over the session's threads
 
@@ -225,10 +227,12 @@ def _read_only_run(script: str, kernels: str | None = None) -> subprocess.Comple
 _KL_SUM = """
     import numpy as np
     from lossops.conformance.cases import node_model
-    from lossops.ort_ext import InferenceSession, machine_code
+    from lossops.ort_ext import InferenceSession
+    from lossops.ort_ext.kernels import targets
+    from lossops.ort_ext.machine_code import loader
     x, t = np.zeros((1, 4), np.float32), np.ones((3, 4), np.float32)
     model, feeds = node_model("KlDivBackward", [np.array(2.0, np.float32), x, t], "float32", {"reduction": "sum"})
-    print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist(), machine_code.code().source)
+    print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist(), loader.code().source)
 """
 
 
@@ -238,14 +242,14 @@ def _jit_notes(stderr: str) -> list[str]:
             and not line.startswith(("lossops: compiling the kernels", "lossops: compiled "))]
 
 
-@pytest.mark.skipif(not (machine_code.manifest() or {}).get("levels"),
-                    reason="no prebuilt kernels in ort_ext/prebuilt/ (CI copies the built wheel's there)")
+@pytest.mark.skipif(not (loader.manifest() or {}).get("levels"),
+                    reason="no prebuilt kernels in ort_ext/machine_code/prebuilt/ (CI copies the built wheel's there)")
 def test_read_only_package_and_no_home_prebuilt():
     """With the wheel's machine code: nothing to compile, nothing to write, nothing to say (onnxruntime itself
     warns that it cannot persist its telemetry identifier under a read-only HOME)."""
     done = _read_only_run(_KL_SUM)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout == f"[[-6.0, -6.0, -6.0, -6.0]] prebuilt {machine_code.cpu_levels()[-1]}\n", done.stdout
+    assert done.stdout == f"[[-6.0, -6.0, -6.0, -6.0]] prebuilt {targets.cpu_levels()[-1]}\n", done.stdout
     assert "lossops" not in done.stderr and "Traceback" not in done.stderr, done.stderr
 
 
@@ -273,7 +277,7 @@ def test_damaged_compile_cache_entries_are_compiled_again(tmp_path):
         import numpy as np
         from lossops.conformance.cases import node_model
         from lossops.ort_ext import InferenceSession
-        from lossops.ort_ext.kernels import run
+        from lossops.ort_ext.arrays import run
         g, x, t = np.array(2.0, np.float32), np.zeros((1, 4), np.float32), np.ones((3, 4), np.float32)
         model, feeds = node_model("KlDivBackward", [g, x, t], "float32", {"reduction": "sum"})
         print(InferenceSession(model.SerializeToString()).run(None, feeds)[0].tolist(),
@@ -314,7 +318,7 @@ def test_entries_compiled_by_different_processes_load_together(tmp_path):
     script = textwrap.dedent("""
         import sys
         import numpy as np
-        from lossops.ort_ext.kernels import run
+        from lossops.ort_ext.arrays import run
         r = np.random.default_rng(0)
         x, t = r.normal(size=3000), r.uniform(size=3000)
         inputs = {"KlDivBackward": [x, np.log(r.uniform(0.1, 1, 3000)), t],

@@ -64,7 +64,7 @@ def test_the_readme_operator_table_is_generated_from_the_records():
     """The README's operator table is `python -m lossops.opset.docs --table`: one row per operator of the set,
     from its record."""
     from lossops import opset
-    from lossops.opset.docs import operator_table
+    from lossops.regenerate import operator_table
 
     table = operator_table()
     assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == list(opset.OPS)

@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from lossops.converters import aten_ops
-from lossops.converters.training import SGD, StepCheckError, export_training_step
 from lossops.ort_ext import InferenceSession, TrainingSession
+from lossops.training import SGD, StepCheckError, export_training_step
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 
@@ -67,9 +67,9 @@ def test_the_check_refuses_a_wrong_step_and_names_the_op(monkeypatch):
 def test_a_wrong_value_without_a_wrong_op_is_still_refused(monkeypatch):
     """The check compares the exported graph's outputs whatever the cause: here a gradient output rewired
     to twice itself after the trace."""
-    from lossops.converters import training
+    from lossops.training import export
 
-    original = training._trace
+    original = export._trace
 
     def doubled(*args, **kwargs):
         traced, names = original(*args, **kwargs)
@@ -79,7 +79,7 @@ def test_a_wrong_value_without_a_wrong_op_is_still_refused(monkeypatch):
         graph.output[-1].name = last + "_2"
         return traced, names
 
-    monkeypatch.setattr(training, "_trace", doubled)
+    monkeypatch.setattr(export, "_trace", doubled)
     net, x, y = _classifier()
     with pytest.raises(StepCheckError, match=r"grad bias differs by up to"):
         _export(net, lambda o, t: F.cross_entropy(o, t), ((x,), (y,)), SGD(lr=1.0))

@@ -21,12 +21,11 @@ from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
 from lossops.conformance.specs import draw
-from lossops.converters import ort_training
-from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
 from lossops.extras import MissingExtra
 from lossops.opset.spec import FITS
-from lossops.ort_ext import InferenceSession, TrainingSession
-from lossops.train_demo import problems, run
+from lossops.ort_ext import InferenceSession
+from lossops.training import SGD, Adam, AdamW, TrainingSession, export_training_step, load_into_torch, ort_training
+from lossops.training.demo import problems, run
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 

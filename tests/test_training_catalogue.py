@@ -14,9 +14,8 @@ import pytest
 import torch
 from catalogue import Case, cases
 
-from lossops.converters.step_check import FLOOR
-from lossops.converters.training import SGD, StepExportError, export_training_step
-from lossops.ort_ext import TrainingSession
+from lossops.training import SGD, StepExportError, TrainingSession, export_training_step
+from lossops.training.check import FLOOR
 
 pytestmark = pytest.mark.slow  # minutes on 2 cores: CI runs it (pytest -m slow)
 

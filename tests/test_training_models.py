@@ -18,9 +18,9 @@ from catalogue import Tied
 from torch import nn
 
 from lossops import opset
-from lossops.converters.training import SGD, Adam, AdamW, export_training_step, load_into_torch
 from lossops.opset.spec import REAL
 from lossops.ort_ext import InferenceSession, TrainingSession
+from lossops.training import SGD, Adam, AdamW, export_training_step, load_into_torch
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 
@@ -400,7 +400,7 @@ def test_a_step_that_leaves_a_parameter_untrained_is_refused(monkeypatch):
     gradient for one PyTorch trains (as the export did for a teacher's target before the losses that need
     one stayed PyTorch's own): made here by routing L1 to the lossops op and its input-only backward."""
     from lossops.converters import torch_ops
-    from lossops.converters.training import StepCheckError
+    from lossops.training import StepCheckError
 
     monkeypatch.setattr(torch_ops, "_other_gradient", lambda bound, computed: False)
     monkeypatch.setattr(torch_ops, "_computed_gradients_only", lambda ctx, op, names: None)

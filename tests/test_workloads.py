@@ -14,8 +14,8 @@ import warnings
 import numpy as np
 import pytest
 
-from lossops.train_bench import workloads
-from lossops.train_demo import run
+from lossops.training.bench import workloads
+from lossops.training.demo import run
 
 pytestmark = pytest.mark.slow  # minutes on 2 cores: CI runs it (pytest -m slow)
 

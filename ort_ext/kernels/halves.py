@@ -18,8 +18,8 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from ..machine_code import ARCH
 from .native import bits32, float32_of, machine_flag, select
+from .targets import ARCH
 
 
 @numba.njit

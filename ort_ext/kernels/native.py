@@ -16,7 +16,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload
 
-from ..machine_code import ARCH
+from .targets import ARCH
 
 _i8p = ir.IntType(8).as_pointer()
 
@@ -76,7 +76,7 @@ def fmuladd(typingctx, a, b, c):
 def machine_flag(builder: ir.IRBuilder, name: str, value: bool) -> ir.Value:
     """An i1 that depends on the machine the code is for, read from the internal constant `name` (`value`: this
     process's CPU). LLVM's first passes fold it, and the IR numba's front end makes is the same for every
-    machine: ort_ext/aot.py compiles it once for every level, setting each flag for the level (its `flags`)."""
+    machine: machine_code/aot.py compiles it once for every level, setting each flag for the level (its `flags`)."""
     module = builder.module
     try:
         flag = module.get_global(name)
@@ -113,7 +113,7 @@ PLANNER = "lossops_plan"  # the symbol of the planner (engine.planner), compiled
 
 @intrinsic
 def call_planner(typingctx, address):
-    """Call the planner through its symbol, which the JIT (ort_ext/compiled.py) or the library's link defines:
+    """Call the planner through its symbol, which the JIT (machine_code/compiled.py) or the library's link defines:
     an operator's code then holds a call, not a copy of the planner."""
     if not isinstance(address, types.Integer):
         return None
@@ -146,7 +146,7 @@ def stream_32(typingctx, dst, src):
 def store_fence(typingctx):
     """sfence: the non-temporal stores before it are visible before any store after it. x86-64's instruction,
     emitted where numba lowers for x86-64 only; the engine calls it on its streamed path alone, which the
-    streaming flag folds away for a machine that does not stream (ort_ext/aot.py checks that none is left)."""
+    streaming flag folds away for a machine that does not stream (machine_code/aot.py checks that none is left)."""
 
     def codegen(context, builder, sig, args):
         if ARCH == "x86_64":

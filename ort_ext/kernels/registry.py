@@ -1,4 +1,4 @@
-"""The kernels' tile loops, one module per operator (`<operator in snake case>.py`), each attached to its
+"""The kernels' tile loops, one module per operator (`ops/<operator in snake case>.py`), each attached to its
 operator's record with `@kernel`; imported here, so the engine and the compiled entry points find them by name."""
 
 from __future__ import annotations
@@ -68,5 +68,5 @@ def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
 
 
 for _op in opset.OPS:  # an operator with a tile module has a kernel; one without runs as its decomposition
-    if importlib.util.find_spec(f"{__package__}.{module_name(_op)}") is not None:
-        importlib.import_module(f"{__package__}.{module_name(_op)}")
+    if importlib.util.find_spec(f"{__package__}.ops.{module_name(_op)}") is not None:
+        importlib.import_module(f"{__package__}.ops.{module_name(_op)}")
