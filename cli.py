@@ -166,6 +166,12 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _docs(args: argparse.Namespace) -> int:
+    from .regenerate import main as docs_main
+
+    return docs_main(write=args.write, goldens=args.goldens, verbs_table=verbs_table())
+
+
 def _train_bench(args: argparse.Namespace) -> int:
     import json
     import logging
@@ -225,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--repeat", type=_count, default=7, help="timed runs per measurement; the median is printed")
     demo.add_argument("--dtype", action="append", choices=list(DTYPE_NAMES),
                       help="element type to run (repeatable; default float32: where numba compiles the kernels, "
-                      "each type of each operator takes it 20-30 s once)")
+                      "each type of each operator takes it 10-25 s once)")
     demo.set_defaults(fn=_demo)
 
     check = verbs.add_parser("check", help="check a model with the lossops schemas, node by node",
@@ -264,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="measure the operators (--op) anew into a stored run, keeping the other operators' rows "
                        "with the runs that measured them")
     bench.add_argument("--summary", metavar="RUN.json",
-                       help="instead: the README's speed table from a saved `lossops bench --json` run")
+                       help="instead: the summary table of docs/bench.md from a saved `lossops bench --json` run")
     bench.add_argument("--markdown", metavar="RUN.json",
                        help="instead: every row of a saved `lossops bench --json` run as Markdown (docs/bench.md)")
     bench.add_argument("--machine-code", action="store_true",
@@ -305,6 +311,16 @@ def build_parser() -> argparse.ArgumentParser:
                              help="shape the result for a provider (cann: what its graph mode can claim)")
         sub.set_defaults(fn=_convert)
 
+    docs = verbs.add_parser("docs", help="regenerate every generated file of a checkout, or say which are stale",
+                            description="Write (--write) or check (the default) what lossops generates from its own "
+                            "sources: docs/operators.md, docs/bench.md, the guide's tables of operators and verbs, "
+                            "and with --goldens the conformance suite's goldens (needs torch). Exit status 1 when "
+                            "checking finds a stale file.")
+    docs.add_argument("--write", action="store_true", help="write the stale files instead of naming them")
+    docs.add_argument("--goldens", action="store_true",
+                      help="also the conformance goldens (needs torch; regenerated in memory to check them)")
+    docs.set_defaults(fn=_docs)
+
     train = verbs.add_parser("train-demo", help="train four small models in PyTorch and in onnxruntime side by side",
                              description="Export training steps (forward, lossops backward, optimizer update) of four "
                              "small models and run them in onnxruntime next to PyTorch on the same batches; print how "
@@ -318,7 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def verbs_table() -> str:
-    """The README's table of verbs, from the parser: each verb with its arguments and its help line."""
+    """The guide's table of verbs, from the parser: each verb with its arguments and its help line."""
     parser = build_parser()
     (verbs,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
     helps = {c.dest: c.help for c in verbs._choices_actions}
@@ -373,7 +389,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--verbs-table"]:  # the README's table (tests/test_readme.py holds it there)
-        print(verbs_table(), end="")
-        sys.exit(0)
     sys.exit(main())

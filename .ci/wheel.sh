@@ -3,8 +3,8 @@
 # kernels into it), auditwheel makes it a manylinux wheel, and the wheel goes into a fresh environment with its
 # base dependencies only (no numba): every verb runs from another directory, with the package read-only and
 # HOME unset, and four processes start at once. The wheel's libraries are copied into the checkout
-# (ort_ext/machine_code/prebuilt/) once it is installed, where tests/test_prebuilt.py holds each level to the JIT and the
-# conformance suite: after the file $WHEEL_COPY_AFTER exists where that is set (CI: after quick start 1, which
+# (ort_ext/machine_code/prebuilt/) once it is installed, where tests/test_prebuilt.py holds each level to the JIT
+# and the conformance suite: after the file $WHEEL_COPY_AFTER exists where that is set (CI: after quick start 1, which
 # must find no machine code), and then the file $WHEEL_COPIED is made where that is set.
 set -euo pipefail
 source "$(dirname "$0")/build_wheel.sh"  # sets root, work, tools and wheel
@@ -16,7 +16,8 @@ names = zipfile.ZipFile(sys.argv[1]).namelist()
 libraries = sorted(n.removeprefix("lossops/ort_ext/machine_code/prebuilt/") for n in names if n.endswith(".so"))
 print(f"wheel: {sys.argv[1].rsplit('/', 1)[-1]}, {len(names)} files; machine code: {', '.join(libraries)}")
 from lossops.ort_ext.machine_code.library import FILE
-from lossops.ort_ext.machine_code.loader import level_file; from lossops.ort_ext.kernels.targets import levels_of  # the installed package's, for this machine
+from lossops.ort_ext.kernels.targets import levels_of  # the installed package's, for this machine
+from lossops.ort_ext.machine_code.loader import level_file
 assert libraries == sorted([FILE] + [level_file(level) for level in levels_of()]), libraries
 assert "lossops/ort_ext/machine_code/prebuilt/manifest.json" in names
 assert importlib.util.find_spec("numba") is None and importlib.util.find_spec("llvmlite") is None, "numba installed"
@@ -33,9 +34,9 @@ run() {  # a verb must succeed, and print no traceback
 }
 site=$("$work/env/bin/python" -c "import lossops, pathlib; print(pathlib.Path(lossops.__file__).parent)")
 while [ -n "${WHEEL_COPY_AFTER:-}" ] && [ ! -e "$WHEEL_COPY_AFTER" ]; do sleep 2; done
-rm -rf "$root/ort_ext/prebuilt"
-cp -r "$site/ort_ext/prebuilt" "$root/ort_ext/prebuilt"
-chmod -R u+w "$root/ort_ext/prebuilt"
+rm -rf "$root/ort_ext/machine_code/prebuilt"
+cp -r "$site/ort_ext/machine_code/prebuilt" "$root/ort_ext/machine_code/prebuilt"
+chmod -R u+w "$root/ort_ext/machine_code/prebuilt"
 echo "the wheel's machine code copied to ort_ext/machine_code/prebuilt/ for the tests"
 if [ -n "${WHEEL_COPIED:-}" ]; then touch "$WHEEL_COPIED"; fi
 read_only() {  # the command with the package directory read-only and HOME unset; nothing may be written there

@@ -17,7 +17,8 @@ from pathlib import Path
 wheel, out = sys.argv[1], Path(sys.argv[2])
 name = wheel.rsplit("/", 1)[-1]
 archive = zipfile.ZipFile(wheel)
-prebuilt = [n for n in archive.namelist() if n.startswith("lossops/ort_ext/machine_code/prebuilt/") and not n.endswith("/")]
+prebuilt = [n for n in archive.namelist()
+            if n.startswith("lossops/ort_ext/machine_code/prebuilt/") and not n.endswith("/")]
 assert sorted(n.rsplit("/", 1)[-1] for n in prebuilt) == ["lossops_custom_ops.so", "lossops_kernels-armv8-a.so",
                                                          "lossops_kernels-tsv110.so", "manifest.json"], prebuilt
 for n in prebuilt:

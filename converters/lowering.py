@@ -11,17 +11,10 @@ from onnx import GraphProto, ModelProto, TypeProto, helper
 from .. import opset
 from ..opset import shapes
 from ..opset.builder import Static
-from ..opset.model import (
-    at_least_floor,
-    default_opset,
-    elem_type_of,
-    graphs,
-    inline_lossops_callers,
-    stamp,
-    value_types,
-)
+from ..opset.model import at_least_floor, default_opset, elem_type_of, inline_lossops_callers, stamp, value_types
 from ..opset.registry import MIN_FUNCTION_OPSET
 from ..opset.validation import node_label, validate_nodes
+from ..opset.walk import graphs
 
 PROVIDERS = (None, "cann")
 

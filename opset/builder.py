@@ -26,7 +26,7 @@ Branch = Callable[["Builder"], str]
 
 
 def compute_type(elem_type: int) -> int:
-    """float16/bfloat16 compute in float32; float and double in themselves (OPS.md)."""
+    """float16/bfloat16 compute in float32; float and double in themselves (docs/operators.md)."""
     return TensorProto.DOUBLE if elem_type == TensorProto.DOUBLE else TensorProto.FLOAT
 
 
@@ -196,7 +196,7 @@ class Builder(Nodes):
 
     def unless_zero(self, factor: str, product: str) -> str:
         """`product` (a multiple of `factor`), but 0 where `factor` is 0: the limit where the other factor is
-        infinite, so 0 * inf gives 0 and not NaN (OPS.md, infinities)."""
+        infinite, so 0 * inf gives 0 and not NaN (as the kernels)."""
         return self.op("Where", self.op("Equal", factor, self.const(0.0)), self.const(0.0), product)
 
     def at_least(self, value: str, low: str) -> str:

@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import onnx
 import onnx.inliner
 import onnx.version_converter
-from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, ValueInfoProto, helper
+from onnx import FunctionProto, GraphProto, ModelProto, NodeProto, TypeProto, ValueInfoProto, helper
 
 from .registry import MIN_FUNCTION_OPSET, Specialisation, function, get, opset_imports, specialise
-from .validation import import_problems, node_label, nodes_within, subgraphs, validate_nodes
+from .validation import import_problems, node_label, validate_nodes
 from .validation import node_problems as lossops_node_problems
 from .versions import DOMAIN, IR_VERSION, ONNX_OPSET, VERSION
+from .walk import graphs, lossops_nodes, nodes
 
-
-def graphs(graph: GraphProto) -> Iterator[GraphProto]:
-    """`graph` and every subgraph nested in its nodes' attributes."""
-    yield graph
-    yield from subgraphs(graph.node)
-
-
-def lossops_nodes(model: ModelProto) -> Iterator[tuple[GraphProto, NodeProto]]:
-    for g in graphs(model.graph):
-        for node in g.node:
-            if node.domain == DOMAIN:
-                yield g, node
+Types = dict[str, TypeProto]  # every value's type, by name: what one shape inference of a model finds
 
 
 def stamp(model: ModelProto, lossops: bool = True) -> None:
@@ -45,10 +33,8 @@ def default_opset(model: ModelProto) -> int | None:
     return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
 
 
-def inline_lossops_callers(model: ModelProto) -> ModelProto:
-    """`model` with every user function that (maybe through other functions) calls a lossops node inlined,
-    and without lossops FunctionProtos: each lossops node then sits in a graph where its input types are
-    known, so it can be specialised (or handed to the kernels)."""
+def _lossops_callers(model: ModelProto) -> list[tuple[str, str]]:
+    """The user functions that call a lossops node, maybe through other functions: (domain, name), sorted."""
     users = [f for f in model.functions if f.domain != DOMAIN]
     callers: set[tuple[str, str]] = set()
     grew = True
@@ -57,26 +43,37 @@ def inline_lossops_callers(model: ModelProto) -> ModelProto:
         for f in users:
             key = (f.domain, f.name)
             if key not in callers and any(n.domain == DOMAIN or (n.domain, n.op_type) in callers
-                                          for n in nodes_within(f.node)):
+                                          for n in nodes(f.node)):
                 callers.add(key)
                 grew = True
+    return sorted(callers)
+
+
+def inline_lossops_callers(model: ModelProto) -> ModelProto:
+    """`model` with every user function that (maybe through other functions) calls a lossops node inlined,
+    and without lossops FunctionProtos: each lossops node then sits in a graph where its input types are
+    known, so it can be specialised (or handed to the kernels)."""
+    callers = _lossops_callers(model)
     out = ModelProto()
     out.CopyFrom(model)
     kept = [f for f in out.functions if f.domain != DOMAIN]
     del out.functions[:]
     out.functions.extend(kept)
     if callers:
-        out = onnx.inliner.inline_selected_functions(out, sorted(callers))
+        out = onnx.inliner.inline_selected_functions(out, callers)
         kept = [f for f in out.functions if (f.domain, f.name) not in callers]
         del out.functions[:]
         out.functions.extend(kept)
     return out
 
 
-def value_types(model: ModelProto) -> dict[str, onnx.TypeProto]:
+def value_types(model: ModelProto) -> Types:
     """The type of every value of every graph of `model` that inference (with the lossops schemas) finds."""
-    inferred = onnx.shape_inference.infer_shapes(model)
-    types: dict[str, onnx.TypeProto] = {}
+    return _types_of(onnx.shape_inference.infer_shapes(model))
+
+
+def _types_of(inferred: ModelProto) -> Types:
+    types: Types = {}
     for g in graphs(inferred.graph):
         types.update({v.name: v.type for v in (*g.input, *g.value_info, *g.output)})
         types.update({t.name: helper.make_tensor_type_proto(t.data_type, list(t.dims)) for t in g.initializer})
@@ -120,21 +117,24 @@ def with_functions(model: ModelProto) -> ModelProto:
     return attach_functions(model)
 
 
-def attach_functions(model: ModelProto) -> ModelProto:
-    """`with_functions` for a model whose lossops nodes were validated already (`validate`). A model that
-    carries this version's functions already is returned as a copy, untouched; one that carries another
-    version's has them replaced."""
-    if carries_its_functions(model):
+def attach_functions(model: ModelProto, types: Types | None = None) -> ModelProto:
+    """`with_functions` for a model whose lossops nodes were validated already (`validate`, whose `types` it takes
+    rather than infer them again where the model keeps its values). A model that carries this version's functions
+    already is returned as a copy, untouched; one that carries another version's has them replaced."""
+    if carries_its_functions(model, types):
         out = ModelProto()
         out.CopyFrom(model)
         return out
+    inlined = bool(_lossops_callers(model))
     out = at_least_floor(inline_lossops_callers(model))
     stamp(out)
     out.ir_version = IR_VERSION
     version = default_opset(out)
-    types = value_types(out)
+    found = list(lossops_nodes(out))
+    if found and (types is None or inlined or version != default_opset(model)):
+        types = value_types(out)  # values that inlining or the version converter made
     specialisations: dict[str, Specialisation] = {}
-    for _, node in lossops_nodes(out):
+    for _, node in found:
         spec = specialise(node, elem_type_of(node, types))
         node.overload = spec.overload
         specialisations.setdefault(f"{spec.op.name}:{spec.overload}", spec)
@@ -153,21 +153,22 @@ def _body(spec: Specialisation, onnx_opset: int) -> FunctionProto:
     return _bodies[key]
 
 
-def carries_its_functions(model: ModelProto) -> bool:
+def carries_its_functions(model: ModelProto, types: Types | None = None) -> bool:
     """Whether `model` is as `with_functions` makes it: each lossops node (none inside a user function) names the
-    overload of its specialisation, and the model carries exactly those functions, as this version builds them."""
+    overload of its specialisation, and the model carries exactly those functions, as this version builds them.
+    `types`: the model's value types where they are known already."""
     version = default_opset(model)
     if (model.ir_version != IR_VERSION or version is None or version < MIN_FUNCTION_OPSET
-            or not any(o.domain == DOMAIN for o in model.opset_import)
-            or any(n.domain == DOMAIN for f in model.functions if f.domain != DOMAIN for n in nodes_within(f.node))):
+            or not any(o.domain == DOMAIN for o in model.opset_import) or _lossops_callers(model)):
         return False
-    nodes = [node for _, node in lossops_nodes(model)]
+    found = [node for _, node in lossops_nodes(model)]
     carried = {(f.name, f.overload): f for f in model.functions if f.domain == DOMAIN}
     # the names first: a model without its functions would otherwise pay for shape inference twice
-    if {(n.op_type, n.overload) for n in nodes} != carried.keys():
+    if {(n.op_type, n.overload) for n in found} != carried.keys():
         return False
-    types = value_types(model) if nodes else {}
-    for node in nodes:
+    if found and types is None:
+        types = value_types(model)
+    for node in found:
         spec = specialise(node, elem_type_of(node, types))
         if node.overload != spec.overload or carried[(node.op_type, node.overload)] != _body(spec, version):
             return False
@@ -187,11 +188,13 @@ def check(model: ModelProto) -> None:
     onnx.checker.check_model(model, full_check=True)
 
 
-def validate(model: ModelProto) -> None:
-    """Strict type and shape inference with the lossops schemas: what must hold before a model runs.
-    (Lighter than `check`: onnxruntime loads models that onnx.checker rejects for unrelated reasons.)"""
+def validate(model: ModelProto) -> Types:
+    """Strict type and shape inference with the lossops schemas: what must hold before a model runs. Returns the
+    type of every value it found, for whoever prepares the model next (`attach_functions`), so that a model is
+    inferred once. (Lighter than `check`: onnxruntime loads models that onnx.checker rejects for unrelated
+    reasons.)"""
     validate_nodes(model)
-    onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
+    return _types_of(onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True))
 
 
 def node_problems(model: ModelProto) -> list[tuple[str, str]]:

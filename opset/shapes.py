@@ -1,4 +1,5 @@
-"""The shape rules of OPS.md over shapes that may be partly symbolic, read from each input's rule (`spec.py`).
+"""The shape rules of the operators (docs/operators.md) over shapes that may be partly symbolic, read from each
+input's rule (`spec.py`).
 
 A dim is an int, a str (a symbolic dim such as "batch") or None (unknown); a shape is a tuple of dims, or
 None when even the rank is unknown. Functions raise ValueError only when a shape is certainly invalid.

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from onnx import TensorProto
 
-# Type constraint T of every lossops tensor (OPS.md): element type enum -> ONNX type string.
+# Type constraint T of every lossops tensor (docs/operators.md): element type enum -> ONNX type string.
 TENSOR_TYPES: dict[int, str] = {
     TensorProto.FLOAT16: "tensor(float16)",
     TensorProto.BFLOAT16: "tensor(bfloat16)",
@@ -31,7 +31,7 @@ DTYPE_NAMES: dict[str, int] = {"float32": TensorProto.FLOAT, "float16": TensorPr
 # The reductions, at their index in the enum that aten and aclnn share (`int64_t reduction`).
 REDUCTIONS = ("none", "mean", "sum", "batchmean")
 
-# How an input's shape relates to the others (OPS.md's "shape rule" column). S is the shape of the input
+# How an input's shape relates to the others (the "shape rule" of docs/operators.md). S is the shape of the input
 # named `input`; F, the shape the operator computes over, is S broadcast with every BROADCAST input.
 PRINCIPAL = "principal"  # the input named `input`: its shape is S
 EXACT = "exact"  # exactly S
@@ -212,7 +212,7 @@ def reduction(*extra: str) -> Attribute:
     return Attribute("reduction", doc, "mean", allowed=("none", "mean", "sum", *extra))
 
 
-# The Ascend parts that aclnn pages list (OPS.md "Ascend product support"); bfloat16 only on some of them.
+# The Ascend parts that aclnn pages list (the seed pages' product support tables); bfloat16 only on some of them.
 ASCEND_PARTS = ("910", "310P", "A2", "A3", "950")
 ASCEND_BFLOAT16 = ("A2", "A3", "950")
 ASCEND_MAX_RANK = 8

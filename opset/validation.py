@@ -10,12 +10,11 @@ names the operator, the node and what was expected. Every entry point calls it: 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
-from onnx import AttributeProto, GraphProto, ModelProto, NodeProto, helper
+from onnx import AttributeProto, ModelProto, NodeProto, helper
 
 from .registry import OPS, get
 from .versions import DOMAIN, VERSION
+from .walk import model_nodes
 
 
 def node_label(node: NodeProto, index: int | None = None) -> str:
@@ -63,29 +62,6 @@ def node_problems(node: NodeProto, labelled: bool = True) -> list[str]:
     return [f"{node_label(node)}: {p}" for p in found] if labelled else found
 
 
-def subgraphs(nodes: Iterable[NodeProto]) -> Iterator[GraphProto]:
-    """Every graph nested in these nodes' attributes (If branches, Loop and Scan bodies), at any depth."""
-    for node in nodes:
-        for a in node.attribute:
-            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
-                yield g
-                yield from subgraphs(g.node)
-
-
-def nodes_within(nodes: Iterable[NodeProto]) -> Iterator[NodeProto]:
-    """These nodes and every node of their subgraphs."""
-    nodes = list(nodes)
-    yield from nodes
-    for g in subgraphs(nodes):
-        yield from g.node
-
-
-def _nodes(model: ModelProto) -> Iterator[NodeProto]:
-    """Every node of the model: main graph, subgraphs and model-local functions."""
-    for body in [model.graph.node, *(f.node for f in model.functions)]:
-        yield from nodes_within(body)
-
-
 def import_problems(model: ModelProto) -> list[str]:
     """A lossops import of a version lossops does not define (a lossops node with no lossops import is
     onnx's to report)."""
@@ -100,7 +76,7 @@ def import_problems(model: ModelProto) -> list[str]:
 
 def problems(model: ModelProto) -> list[str]:
     """`import_problems`, then everything `node_problems` finds in the model's lossops nodes."""
-    return import_problems(model) + [p for node in _nodes(model) if node.domain == DOMAIN
+    return import_problems(model) + [p for node in model_nodes(model) if node.domain == DOMAIN
                                      for p in node_problems(node)]
 
 

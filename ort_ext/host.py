@@ -2,7 +2,7 @@
 
 Why not `onnxruntime_extensions.onnx_op`: its handler converts every element through a Python list, aborts
 the process on any Python exception, cannot take float16/bfloat16 and has neither optional inputs nor
-optional attributes (FACTS.md). Instead each operator and element type is an `OrtCustomOp` handed to the
+optional attributes. Instead each operator and element type is an `OrtCustomOp` handed to the
 extensions library's `AddExternalCustomOp`, and the function ORT calls per run is machine code (prebuilt, or
 compiled by numba: machine_code/loader.py, machine_code/compiled.py): it reads the inputs' shapes and data
 through the OrtApi table, lets the engine check them against the operator's rules, allocates the output

@@ -16,15 +16,8 @@ from onnx import ModelProto, NodeProto, helper
 from .. import opset
 from ..converters.lowering import lower
 from ..opset import validation
-from ..opset.model import (
-    attach_functions,
-    elem_type_of,
-    graphs,
-    inline_lossops_callers,
-    lossops_nodes,
-    stamp,
-    value_types,
-)
+from ..opset.model import Types, attach_functions, elem_type_of, inline_lossops_callers, stamp, value_types
+from ..opset.walk import lossops_nodes, nodes
 from . import cann, host
 
 Mode = Literal["kernels", "decomposition"]  # and "cann", chosen by asking for CANNExecutionProvider
@@ -63,16 +56,16 @@ def prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxrun
 def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxruntime.SessionOptions | None,
              mode: Mode) -> bytes:
     model = load(model)
-    opset.validate(model)
+    types = opset.validate(model)  # the model's one shape inference: its types serve every step below
     _validate_kernel_nodes(model)
     if mode == "decomposition" or not host.kernels_available():
-        return attach_functions(model).SerializeToString()  # validated above
+        return attach_functions(model, types).SerializeToString()
     if mode != "kernels":
         raise ValueError(f"mode is {mode!r}; expected 'kernels' or 'decomposition'")
     if sess_options is None:
         raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
     prepared = inline_lossops_callers(model)  # lossops nodes in user functions too; no lossops functions
-    elems = _jit_element_types(prepared)
+    elems = _jit_element_types(prepared, types)
     for _, node in lossops_nodes(prepared):
         try:  # here rather than inside ORT's kernel creation: errors surface as Python's
             host.compiled(node.op_type, elems.get(node.output[0]))
@@ -87,18 +80,22 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     return prepared.SerializeToString()
 
 
-def _jit_element_types(model: ModelProto) -> dict[str, int]:
+def _jit_element_types(model: ModelProto, types: Types) -> dict[str, int]:
     """Where numba compiles the kernels on demand: each lossops node's element type (by its output's name), so
-    that only that type's code is compiled; empty where the machine code is prebuilt (it serves every type)."""
+    that only that type's code is compiled; empty where the machine code is prebuilt (it serves every type).
+    `types`: the model's before its user functions were inlined."""
     from .machine_code.loader import Jit, code
 
     if not isinstance(code(), Jit):
         return {}
-    types = value_types(model)
-    found = {}
+    found, inlined = {}, None
     for _, node in lossops_nodes(model):
-        with contextlib.suppress(ValueError):  # unknown here: every type is compiled
+        try:
             found[node.output[0]] = elem_type_of(node, types)
+        except ValueError:  # a node inlined from a user function: its values are new
+            inlined = inlined or value_types(model)
+            with contextlib.suppress(ValueError):  # unknown even then: every type is compiled
+                found[node.output[0]] = elem_type_of(node, inlined)
     return found
 
 
@@ -106,17 +103,16 @@ def _validate_kernel_nodes(model: ModelProto) -> None:
     """Nodes written by hand in the kernels' own domain (`ai.onnx.contrib::Lossops<Op>`, what `prepare` makes of
     lossops nodes) are held to the lossops node's rules: ONNX Runtime hands a custom op only the attributes it
     asks for, so an unknown one (`reduce`, a `log_target` on an operator without it) would be ignored."""
-    for g in graphs(model.graph):
-        for node in g.node:
-            name = node.op_type.removeprefix(host.kernel_op_type(""))
-            if node.domain != host.KERNEL_DOMAIN or name == node.op_type or name not in opset.OPS:
-                continue
-            as_lossops = NodeProto()
-            as_lossops.CopyFrom(node)
-            as_lossops.domain, as_lossops.op_type = opset.DOMAIN, name
-            found = validation.node_problems(as_lossops)
-            if found:
-                raise ValueError(f"{node.domain}::{node.op_type} (the kernel of lossops {name}): {found[0]}")
+    for node in nodes(model.graph.node):
+        name = node.op_type.removeprefix(host.kernel_op_type(""))
+        if node.domain != host.KERNEL_DOMAIN or name == node.op_type or name not in opset.OPS:
+            continue
+        as_lossops = NodeProto()
+        as_lossops.CopyFrom(node)
+        as_lossops.domain, as_lossops.op_type = opset.DOMAIN, name
+        found = validation.node_problems(as_lossops)
+        if found:
+            raise ValueError(f"{node.domain}::{node.op_type} (the kernel of lossops {name}): {found[0]}")
 
 
 def bfloat16_dtype() -> np.dtype | None:

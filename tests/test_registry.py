@@ -1,29 +1,40 @@
 """Every operator has every layer: a test that fails when an operator lacks its kernel, its conformance module
 (PyTorch oracle, cases in all four dtypes, the bench's eager baseline), its aten names with their export
-translations, and its aclnn API or its place in the gradient table. Adding an operator means adding its three
-modules, found by the operator's name (opset/<operator>.py, ort_ext/kernels/<operator>.py,
-conformance/ops/<operator>.py), and a PyTorch op where aten has none; the walkthrough below does it with a
-dummy."""
+translations, its aclnn API or its place in the gradient table, and its benchmark rows. Adding an operator means
+adding its three modules, found by the operator's name (opset/ops/<operator>.py, ort_ext/kernels/ops/<operator>.py,
+conformance/ops/<operator>.py), a PyTorch op where aten has none, its benchmark rows, and regenerating the docs;
+the walkthrough below does it with a dummy."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 import torch
 
-from lossops import opset
+from lossops import opset, regenerate
+from lossops.bench import runs
+from lossops.cli import verbs_table
 from lossops.conformance import ops
 from lossops.conformance.cases import node_specs
 from lossops.converters.aten import translation
 from lossops.ort_ext.kernels.registry import KERNELS
 
 
-def missing_layers(name: str, specs=None) -> list[str]:
+def benched() -> set[str]:
+    """The operators the stored benchmark runs (docs/bench.json) have rows for."""
+    return {r["op"] for run in runs(json.loads((regenerate.ROOT / "docs" / "bench.json").read_text()))
+            for r in run["rows"]}
+
+
+def missing_layers(name: str, specs=None, measured: set[str] | None = None) -> list[str]:
     """The layers operator `name` lacks, each with the file where it is added."""
     op = opset.OPS[name]
     specs = node_specs() if specs is None else specs
+    measured = benched() if measured is None else measured
     missing = []
     if name not in KERNELS:
-        missing.append("kernel (ort_ext/kernels/<operator>.py, @kernel)")
+        missing.append("kernel (ort_ext/kernels/ops/<operator>.py, @kernel)")
     module = ops.module(name)
     for part, what in (("oracle", "PyTorch oracle"), ("specs", "conformance cases"), ("eager", "bench baseline")):
         if not hasattr(module, part):
@@ -40,6 +51,8 @@ def missing_layers(name: str, specs=None) -> list[str]:
     backward_of = {g.backward for o in opset.OPS.values() for g in (o.gradient, o.target_gradient) if g}
     if op.aclnn is None and op.gradient is None and name not in backward_of:
         missing.append("aclnn API or a place in the gradient table (OpDef)")
+    if name not in measured:
+        missing.append("benchmark rows (lossops bench --op <operator> --update docs/bench.json)")
     return missing
 
 
@@ -88,12 +101,13 @@ def test_adding_an_operator_walkthrough(monkeypatch, template):
     monkeypatch.setitem(opset.OPS, "DummyLoss", dummy)
     specs = node_specs()
     assert missing_layers("DummyLoss", specs) == [
-        "kernel (ort_ext/kernels/<operator>.py, @kernel)",
+        "kernel (ort_ext/kernels/ops/<operator>.py, @kernel)",
         "PyTorch oracle (conformance/ops/<operator>.py, oracle)",
         "conformance cases (conformance/ops/<operator>.py, specs)",
         "bench baseline (conformance/ops/<operator>.py, eager)",
         f"PyTorch op {torch_name} (converters/torch_ops.py, torch.library.custom_op)",
         "aclnn API or a place in the gradient table (OpDef)",
+        "benchmark rows (lossops bench --op <operator> --update docs/bench.json)",
     ]
     monkeypatch.setitem(KERNELS, "DummyLoss", KERNELS[template])
     cases = types.ModuleType("lossops.conformance.ops.dummy_loss")  # conformance/ops/dummy_loss.py
@@ -106,10 +120,14 @@ def test_adding_an_operator_walkthrough(monkeypatch, template):
     if not hasattr(torch.ops.lossops, torch_name.split("::")[1]):  # a PyTorch op stays defined for the process
         torch.library.custom_op(torch_name, mutates_args=())(DUMMIES[template])
     monkeypatch.setitem(opset.OPS, "DummyLoss", dataclasses.replace(dummy, gradient=base.gradient))
-    assert missing_layers("DummyLoss", specs) == []
+    # `lossops bench --op DummyLoss --update docs/bench.json` measured it
+    assert missing_layers("DummyLoss", specs, benched() | {"DummyLoss"}) == []
     case = spec_case(cases.specs()[0], "float32")  # its decomposition runs from the record alone
     ok, _, message = case.check(BACKENDS["decomposition"](case.model, case.inputs))
     assert ok, message
+    # and `lossops docs` names the documents that now lack it: the reference and the guide's operator table
+    assert regenerate.stale(verbs_table()) == [regenerate.ROOT / "docs" / "operators.md", regenerate.GUIDE]
+    assert "## DummyLoss" in regenerate.expected(verbs_table())[regenerate.ROOT / "docs" / "operators.md"]
 
 
 def test_a_kernel_with_more_parameters_than_the_plan_carries_is_refused(monkeypatch):

@@ -136,17 +136,16 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Opti
     new_buffers = dict(zip(mutated, outputs[:len(mutated)], strict=True))
     grads = dict(zip(trained, outputs[len(mutated) + 1:], strict=True))
     slots = _append_update(model, params, buffers, new_buffers, loss, grads, optimizer, max_grad_norm)
-    model = bfloat16.in_float32(model)  # the optimizer's nodes
+    model = bfloat16.in_float32(model)  # the optimizer's nodes (standard ops: the functions the model carries hold)
     update = bfloat16.in_float32(_update_model(model, trained, slots, optimizer, max_grad_norm))
     initial = {n: check.to_numpy(module_state[n]) for n in params + buffers}
     initial.update({slot: np.zeros_like(initial[param]) for slot, param in slots.items()})  # as torch.optim starts
     data = _data_names(module_args, loss_args)
     evaluated = functools.partial(_export_eval, copy.deepcopy(module).eval(), params + buffers, module_args,
                                   traced.dims[:len(module_args)])
-    return TrainingStep(opset.with_functions(model), initial, params, trained, buffers, optimizer, max_grad_norm,
-                        data, check=report, eval_export=evaluated, dims=dict(zip(data, traced.dims, strict=True)),
-                        aliases=joint.aliases, gradient_model=opset.with_functions(traced.model), update_model=update,
-                        mutated=mutated)
+    return TrainingStep(model, initial, params, trained, buffers, optimizer, max_grad_norm, data, check=report,
+                        eval_export=evaluated, dims=dict(zip(data, traced.dims, strict=True)), aliases=joint.aliases,
+                        gradient_model=traced.model, update_model=update, mutated=mutated)
 
 
 def _data_names(module_args: tuple, loss_args: tuple) -> list[str]:
@@ -214,7 +213,8 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
         if explained is None:
             raise
         raise explained from None
-    traced.model = bfloat16.in_float32(program.model_proto)
+    # the functions are attached once, here: the check's session, the step and the gradient model carry them
+    traced.model = opset.with_functions(bfloat16.in_float32(program.model_proto))
     return traced, joint
 
 

@@ -1,7 +1,8 @@
 """Every fact about ONNX Runtime's C interface that lossops relies on, in one place: the OrtApi slots it
 calls, the OrtCustomOp struct it fills, and C allocation (compiled code calls the slots through compiled.py).
 
-No package on the registries ships onnxruntime_c_api.h (FACTS.md), so the slots are numbers. `OrtApi` is a
+No package on the registries ships onnxruntime_c_api.h (PyPI's onnxruntime and onnxruntime-extensions, npm's
+onnxruntime-node and Debian bookworm have none), so the slots are numbers. `OrtApi` is a
 table of function pointers that only grows at its end: a slot keeps its meaning in every later release.
 Sources: onnxruntime_c_api.h of ORT 1.17 (slots 0-274; KernelContext_ParallelFor is 274, PR #18980),
 cross-checked against an independent binding's byte offsets (slot * 8) and against Debian's header of ORT 1.21

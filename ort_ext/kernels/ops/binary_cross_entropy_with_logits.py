@@ -24,7 +24,7 @@ def binary_cross_entropy_with_logits(x, y, w, p, _, out, m, scale, _params, tmp)
         # maxima is non-zero: loss = c * |x| + s * L, c the coefficient of the side x is on (1 - y or p * y) and
         # s = (1 - y) + p * y written as 1 + (p - 1) * y, which does not cancel for a large target. A zero factor
         # makes its term 0 even where the other is infinite: the loss's limit at x = +-inf and, as PyTorch,
-        # no NaN from (p - 1) * y at p = 1 and an infinite target (OPS.md).
+        # no NaN from (p - 1) * y at p = 1 and an infinite target (docs/operators.md).
         c = select(xk > zero, one - yk, pk * yk)
         linear = select(c == zero, zero, c * abs(xk))
         s = one + select(pk == one, zero, (pk - one) * yk)

@@ -70,7 +70,7 @@ def terms(xk, yk, e):
     """(a, ce, q) of the module's formula for a logit, its target and e = exp(-|x|)."""
     zero, one = like(xk, 0), like(xk, 1)
     a = select(xk > zero, one - yk, yk)
-    # a zero coefficient makes its term 0 also at x = +-inf (the loss's limit; OPS.md's infinities)
+    # a zero coefficient makes its term 0 also at x = +-inf (the loss's limit; the decomposition's unless_zero)
     ce = select(a == zero, zero, a * abs(xk)) + log1p_unit(e)
     q = fmuladd(one - a, e, a) / (one + e)
     return a, ce, q
