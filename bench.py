@@ -276,6 +276,29 @@ def runs(data: dict) -> list[dict]:
     return data["runs"] if "runs" in data else [data]
 
 
+def load_runs(path: str) -> dict:
+    """A stored benchmark read from `path` (what `--json` printed or `--update` wrote); ValueError in one line
+    saying what the file is not."""
+    expected = "expected a saved `lossops bench --json` run (JSON text)"
+    if not Path(path).exists():
+        raise ValueError(f"{path}: no such file; {expected}")
+    if Path(path).is_dir():
+        raise ValueError(f"{path} is a directory; {expected}")
+    try:
+        data = json.loads(Path(path).read_bytes().decode("utf-8"))
+        stored = runs(data)
+        if not stored or not all(isinstance(run["environment"], dict) and isinstance(run["rows"], list)
+                                 for run in stored):
+            raise TypeError("no runs")
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not text (a binary file?); {expected}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path} is not JSON ({e}); {expected}") from None
+    except (KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"{path} is JSON but not a benchmark run ({type(e).__name__}: {e}); {expected}") from None
+    return data
+
+
 def update_runs(stored: dict | None, run: dict) -> dict:
     """`stored` with the operators `run` measured taken from `run`: their earlier rows (and their memory figure)
     go, a run left with no rows goes, so each row stays beside the run that measured it."""
@@ -447,7 +470,7 @@ def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: 
         require("matplotlib", "lossops bench --plot")  # before minutes of measuring, not after
     stored = None
     if update and Path(update).exists():
-        stored = json.loads(Path(update).read_text())  # read before minutes of measuring, not after
+        stored = load_runs(update)  # read before minutes of measuring, not after
     threads = threads or len(os.sched_getaffinity(0))
     sizes = [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
     fixed = fixed_cost(ops[0])  # first, before PyTorch's thread pool and the large tensors exist

@@ -120,15 +120,13 @@ def _bench(args: argparse.Namespace) -> int:
     if args.training:
         return _train_bench(args)
     if args.summary or args.markdown:
-        import json
+        from .bench import load_runs, report, summary
 
-        from .bench import report, summary
-
-        render = summary if args.summary else report
         path = args.summary or args.markdown
+        data = load_runs(path)
         try:
-            text = render(json.loads(Path(path).read_text()))
-        except (KeyError, TypeError, IndexError, AttributeError, json.JSONDecodeError) as e:
+            text = (summary if args.summary else report)(data)
+        except (KeyError, TypeError, IndexError, AttributeError) as e:  # runs whose rows lack a field
             raise ValueError(f"{path} is not a saved `lossops bench --json` run ({type(e).__name__}: {e})") from None
         print(text, end="")
         return 0
@@ -141,7 +139,11 @@ def _conformance(args: argparse.Namespace) -> int:
     from .conformance.runner import ALL_BACKENDS, DEFAULT_BACKENDS, export_suite, run
 
     if args.export:
-        return export_suite(Path(args.export))
+        target = Path(args.export)
+        if target.exists() and not target.is_dir():
+            raise ValueError(f"{target} is a file; expected a directory to write the suite into (new, or one that "
+                             "exists)")
+        return export_suite(target)
     return run(args.backend or (ALL_BACKENDS if args.all else DEFAULT_BACKENDS), args.k,
                failures_only=args.failures_only, sample=args.sample)
 

@@ -119,8 +119,9 @@ class Builder(Nodes):
     def decomposition(self, names: list[str]) -> str:
         """The operator's decomposition of the inputs `names` ("" where absent), in the compute type (or float64
         for a sum): its shape rules guarded, its inputs cast, its `decompose` called with them ("" for an absent
-        optional input), then the record applied: a loss's reduction, or a gradient's mean scale (`reduction`)
-        and sum back to the shape of the input it is the gradient of. `decompose` returns a loss's elementwise
+        optional input), then the record applied: a loss's reduction, or a gradient's mean scale (`reduction`,
+        applied to `grad_output` before the formula: the kernel engine's order) and sum back to the shape of the
+        input it is the gradient of. `decompose` returns a loss's elementwise
         terms over F, or a gradient's over F (a formula that reads no input spanning F expands to `self.full`)."""
         op = self.opdef
         shapes = [self.static.shapes.get(n) if n else None for n in names]  # of the graph's names, before checks
@@ -129,12 +130,14 @@ class Builder(Nodes):
         values = [self.to_compute(n) if n else "" for n in checked]
         casts = [v for v, n in zip(values, checked, strict=True) if v != n]
         self._value_shapes = {v: s for v, s in zip(values, shapes, strict=True) if v}
-        value = op.decompose(self, *values)
         input = checked[op.principal]
+        if op.output_input is not None:  # a gradient: its grad_output scaled first, so no finite answer overflows
+            g = [i.name for i in op.inputs].index("grad_output")
+            values[g] = self.reduced_gradient(values[g], input)
+        value = op.decompose(self, *values)
         if op.reduces:
             value = self.reduce_loss(value, input)
         elif op.output_input is not None:
-            value = self.reduced_gradient(value, input, value)
             k = op.output_input
             if any(i.shape == BROADCAST for i in op.inputs):
                 others = [s for j, s in enumerate(shapes) if j != k and names[j]]
@@ -255,9 +258,11 @@ class Builder(Nodes):
         by a constant 0, which TVM's constant folder evaluates, and fails on."""
         return value if self.static_count == 0 else self.op("Div", value, divisor())
 
-    def divided_by_count(self, value: str, over_full: str) -> str:
-        """`value` (over F) / the number of elements of F."""
-        return self.divided(value, lambda: self.numel_full(over_full))
+    def count_of_full(self) -> str:
+        """The number of elements of F in the compute type, from F's shape (before any tensor spans F)."""
+        if self.static_count is not None:
+            return self.const(float(self.static_count))
+        return self.op("Cast", self.op("ReduceProd", self.full, keepdims=0), to=self.compute)
 
     def summed(self, values: str, axes: list[int] | None, keepdims: int) -> str:
         """ReduceSum of float64 `values` (over F) over static `axes` (None: all). In the portable form, where F is
@@ -322,14 +327,16 @@ class Builder(Nodes):
         return self.choose("reduction", {k: v for k, v in branches.items()
                                          if k in self.opdef.attribute("reduction").allowed})
 
-    def reduced_gradient(self, grad: str, input: str, over_full: str) -> str:
-        """The gradient of a reduced loss (`grad`, over F): divided for `mean` by the number of elements of F
-        (`over_full`: any tensor over F), for `batchmean` by `input`'s first dim, where the operator has it."""
+    def reduced_gradient(self, grad_output: str, input: str) -> str:
+        """The gradient of a reduced loss fed back: `grad_output` divided for `mean` by the number of elements of
+        F, for `batchmean` by `input`'s first dim, where the operator has it. Divided before the formula multiplies
+        it, so that the formula's factors never overflow an answer the division brings back into range (PyTorch's
+        MSE gradient is (2 / N) * (x - y) * g, not 2 * (x - y) * g / N)."""
         branches = {
-            "none": lambda s: grad,
-            "sum": lambda s: grad,
-            "mean": lambda s: s.divided_by_count(grad, over_full),
-            "batchmean": lambda s: s.divided(grad, lambda: s.batch_size(input)),
+            "none": lambda s: grad_output,
+            "sum": lambda s: grad_output,
+            "mean": lambda s: s.divided(grad_output, s.count_of_full),
+            "batchmean": lambda s: s.divided(grad_output, lambda: s.batch_size(input)),
         }
         return self.choose("reduction", {k: v for k, v in branches.items()
                                          if k in self.opdef.attribute("reduction").allowed})

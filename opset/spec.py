@@ -61,6 +61,48 @@ REDUCED_OUTPUT = Input("output", "The broadcast shape of `input` and `target` fo
 GRAD_INPUT = Input("grad_input", "Gradient with respect to `input`; `input`'s shape.")
 
 
+# The words of a refused attribute, the same on every path: opset/validation.py and `OpDef.resolve` fill them in
+# Python, and the native library's tables carry them, filled with each attribute's name and expectation
+# (ort_ext/machine_code/library.py), so ONNX Runtime hosts in any language read the same sentences.
+UNKNOWN_ATTRIBUTE = "{op}: unknown attribute '{name}'; {op} has {names}"
+WRONG_KIND = "{op}: attribute '{name}' is {shown} ({kind}); expected {expected}"
+NOT_SINGLE = "{op}: attribute '{name}' is {phrase}; expected {expected}"
+NOT_ALLOWED = "{op}: attribute '{name}' is {shown}; expected {expected}"
+
+# What an attribute of an ONNX type that holds no single str, int or float is called (AttributeProto's type
+# names). The native library tells FLOATS, INTS and TENSOR apart and calls any other such value "a list of
+# strings": ONNX Runtime's C API has a getter for none of the others (and exporters write none of them).
+NOT_SINGLE_KINDS = {"FLOATS": "a list of floats", "INTS": "a list of ints", "STRINGS": "a list of strings",
+                    "TENSOR": "a tensor", "TENSORS": "a list of tensors", "GRAPH": "a graph",
+                    "GRAPHS": "a list of graphs", "SPARSE_TENSOR": "a sparse tensor",
+                    "SPARSE_TENSORS": "a list of sparse tensors", "TYPE_PROTO": "a type",
+                    "TYPE_PROTOS": "a list of types"}
+
+
+@dataclass(frozen=True)
+class NotSingle:
+    """An attribute value that is not a single str, int or float: a list, a tensor, a graph (its ONNX type)."""
+
+    onnx_type: str  # a key of NOT_SINGLE_KINDS
+
+    @property
+    def phrase(self) -> str:
+        return NOT_SINGLE_KINDS.get(self.onnx_type, f"an attribute of type {self.onnx_type}")
+
+
+def quoted(data: bytes) -> str:
+    """A string attribute's exact bytes as every refusal shows them, the native library's included: quoted as
+    Python quotes a str, printable ASCII as it is, and anything else (a NUL, bytes that are not UTF-8 text, any
+    byte above 0x7f) as \\xNN, so the sentence is ASCII whatever the attribute holds."""
+    quote = '"' if b"'" in data and b'"' not in data else "'"
+    special = {ord("\\"): "\\\\", ord(quote): "\\" + quote, ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t"}
+    shown = "".join(special.get(b) or (chr(b) if 0x20 <= b < 0x7f else f"\\x{b:02x}") for b in data[:QUOTED_MOST])
+    return quote + shown + quote + ("..." if len(data) > QUOTED_MOST else "")
+
+
+QUOTED_MOST = 200  # bytes of a string a refusal shows (the native library's QUOTED_MOST)
+
+
 @dataclass(frozen=True)
 class Attribute:
     """A node attribute: an enum (`allowed`: its values; the decomposition is specialised to each) or a number
@@ -101,21 +143,33 @@ class Attribute:
         return f"{'an' if self.kind is int else 'a'} {self.kind.__name__}, {self.expectation()}"
 
     def check(self, op: str, value: object) -> None:
-        """Raise ValueError naming the operator and the attribute when value is not allowed."""
+        """Raise ValueError naming the operator and the attribute when value is not allowed. `value`: a Python
+        value, or as a node holds it: a STRING's exact bytes, an INT, a FLOAT, or `NotSingle`."""
+        if isinstance(value, NotSingle):
+            raise ValueError(NOT_SINGLE.format(op=op, name=self.name, phrase=value.phrase,
+                                               expected=self.type_expectation()))
+        if isinstance(value, str):  # its bytes, as ONNX stores it
+            value = value.encode("utf-8", "surrogateescape")
         if self.kind is float:  # any real but an integer (numpy's float32 too; an INT attribute is another type)
             right_type = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
+        elif self.kind is str:
+            right_type = isinstance(value, bytes)
         else:  # a FLOAT log_target of 1.0 must not read as 0
             right_type = isinstance(value, self.kind) and not isinstance(value, bool)
+        shown = quoted(value) if isinstance(value, bytes) else repr(value)
         if not right_type:
-            raise ValueError(f"{op}: attribute '{self.name}' is {value!r} ({type(value).__name__}); expected "
-                             f"{self.type_expectation()}")
-        if self.enum:
+            kind = "str" if isinstance(value, bytes) else type(value).__name__
+            raise ValueError(WRONG_KIND.format(op=op, name=self.name, shown=shown, kind=kind,
+                                               expected=self.type_expectation()))
+        if self.kind is str:  # the exact bytes: "sum\0garbage" is not "sum"
+            ok = value in {a.encode() for a in self.allowed}
+        elif self.enum:
             ok = value in self.allowed
         else:
             ok = math.isfinite(value) and (self.low is None or value >= self.low) and (
                 self.high is None or value <= self.high)
         if not ok:
-            raise ValueError(f"{op}: attribute '{self.name}' is {value!r}; expected {self.expectation()}")
+            raise ValueError(NOT_ALLOWED.format(op=op, name=self.name, shown=shown, expected=self.expectation()))
 
 
 @dataclass(frozen=True)
@@ -189,14 +243,18 @@ class OpDef:
 
     def resolve(self, given: dict[str, object]) -> dict[str, str | int | float]:
         """Attribute values with defaults filled in, each checked against the schema (name, type, value)."""
-        unknown = set(given) - {a.name for a in self.attributes}
+        unknown = sorted(set(given) - {a.name for a in self.attributes})
         if unknown:
-            raise ValueError(f"{self.name}: unknown attribute(s) {sorted(unknown)}; its attributes are "
-                             f"{[a.name for a in self.attributes]}")
+            raise ValueError(UNKNOWN_ATTRIBUTE.format(op=self.name, name=unknown[0], names=self.attribute_names))
         values = {**self.defaults(), **given}
         for a in self.attributes:
             a.check(self.name, values[a.name])
-        return values
+        return {k: v.decode() if isinstance(v, bytes) else v for k, v in values.items()}
+
+    @property
+    def attribute_names(self) -> str:
+        """Its attributes' names, as the refusals list them."""
+        return ", ".join(a.name for a in self.attributes) or "none"
 
 
 REDUCTION_DOC = (

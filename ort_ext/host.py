@@ -27,6 +27,7 @@ import threading
 from pathlib import Path
 
 from ..opset import OPS
+from ..opset.spec import NotSingle
 from .kernels import layout, targets
 from .kernels.layout import (
     S_API,
@@ -122,43 +123,44 @@ class Host:
 
         return wrapper
 
-    def _attribute(self, api: capi.Api, info, name: str, kind: type):
-        """The node's attribute `name` if it has one of type `kind`, None if it has none; a value of another type
-        if it has one of that type (KernelInfo can only be asked for a name and a type; the record's check then
-        names the mismatch: a FLOAT log_target of 1.0 must not read as absent)."""
-        readers = {str: self._string, int: lambda *a: self._number(*a, "int64", C.c_int64),
-                   float: lambda *a: self._number(*a, "float", C.c_float)}
-        for read in (readers[kind], *(r for k, r in readers.items() if k is not kind)):
-            value = read(api, info, name.encode())
-            if value is not None:
-                return value
-        return None
-
     @staticmethod
-    def _string(api: capi.Api, info, key: bytes) -> str | None:
-        size = C.c_size_t(0)
-        if status := api.KernelInfoGetAttribute_string(info, key, None, C.byref(size)):
-            api.ReleaseStatus(status)
+    def _attribute(api: capi.Api, info, name: str) -> bytes | int | float | NotSingle | None:
+        """The node's attribute `name` as the native library reads it (custom_ops.c, `read_attribute`): a string's
+        exact bytes, an int, a float, what else it is (`NotSingle`), or None where the node has none. KernelInfo
+        can only be asked for a name and a type, and says "No attribute with name" only where there is none."""
+        key, size = name.encode(), C.c_size_t(0)
+        failed = api.failed(api.KernelInfoGetAttribute_string(info, key, None, C.byref(size)))
+        if failed is None:
+            buffer = C.create_string_buffer(size.value)
+            failed = api.failed(api.KernelInfoGetAttribute_string(info, key, buffer, C.byref(size)))
+            if failed is not None:
+                raise ValueError(failed)
+            return buffer.raw[:max(size.value - 1, 0)]
+        if failed.startswith("No attribute with name"):
             return None
-        buffer = C.create_string_buffer(size.value)
-        if status := api.KernelInfoGetAttribute_string(info, key, buffer, C.byref(size)):
-            raise ValueError(api.message(status))
-        return buffer.value.decode("utf-8", "replace")
-
-    @staticmethod
-    def _number(api: capi.Api, info, key: bytes, kind: str, ctype) -> int | float | None:
-        value = ctype()
-        if status := getattr(api, f"KernelInfoGetAttribute_{kind}")(info, key, C.byref(value)):
-            api.ReleaseStatus(status)
-            return None
-        return value.value
+        for kind, ctype in (("int64", C.c_int64), ("float", C.c_float)):
+            value = ctype()
+            if api.failed(getattr(api, f"KernelInfoGetAttribute_{kind}")(info, key, C.byref(value))) is None:
+                return value.value
+        for kind, onnx_type in (("float", "FLOATS"), ("int64", "INTS")):  # they succeed on a list of any kind
+            size.value = 0
+            got = api.failed(getattr(api, f"KernelInfoGetAttributeArray_{kind}")(info, key, None, C.byref(size)))
+            if got is None and size.value:
+                return NotSingle(onnx_type)
+        allocator, tensor = C.c_void_p(), C.c_void_p()
+        if (failed := api.failed(api.GetAllocatorWithDefaultOptions(C.byref(allocator)))) is not None:
+            raise ValueError(failed)
+        if api.failed(api.KernelInfoGetAttribute_tensor(info, key, allocator, C.byref(tensor))) is None:
+            api.ReleaseValue(tensor)
+            return NotSingle("TENSOR")
+        return NotSingle("STRINGS")  # the C API has a getter for no other kind: a list of strings, in practice
 
     def _create_kernel(self, op_pointer, api_address, info, kernel_out):
         entry = self._op(op_pointer)
         api = self._api(api_address)
         given = {}
         for a in entry.op.attributes:
-            value = self._attribute(api, info, a.name, a.kind)
+            value = self._attribute(api, info, a.name)
             if value is not None:
                 given[a.name] = value
         attrs = entry.op.resolve(given)  # ValueError names the operator and the attribute

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import onnx
+import pytest
 from onnx import TensorProto, helper
 
 from lossops import opset
@@ -175,11 +176,34 @@ def test_conformance_says_each_backend_as_it_finishes_and_what_finished_on_ctrl_
     assert tail[0].startswith("reference: ") and " passed, 0 failed" in tail[0]
 
 
-def test_bench_summary_of_something_else_is_one_line(tmp_path):
-    (tmp_path / "run.json").write_text('[{"op": 1}]')
-    done = lossops("bench", "--summary", str(tmp_path / "run.json"))
-    assert done.returncode == 2 and "Traceback" not in done.stderr
-    assert done.stderr.startswith(f"lossops bench: {tmp_path / 'run.json'} is not a saved `lossops bench --json` run")
+@pytest.mark.parametrize(("content", "said"), [
+    ('[{"op": 1}]', "is JSON but not a benchmark run"),
+    (b"\x8a\x00\xff binary", "is not text (a binary file?)"),
+    ("{not json", "is not JSON"),
+    (None, "is a directory"),
+])
+def test_a_file_that_is_not_a_benchmark_run_is_one_line(tmp_path, content, said):
+    """Each option that reads a stored run (--summary, --markdown, --update) says in one line what the file is not
+    and what it expected, whatever the file holds."""
+    path = tmp_path / "run.json"
+    if content is None:
+        path.mkdir()
+    else:
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    for option in ("--summary", "--markdown", "--update"):
+        extra = ["--op", "KlDiv", "--quick"] if option == "--update" else []
+        done = lossops("bench", *extra, option, str(path))
+        assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
+        assert done.stderr.startswith(f"lossops bench: {path} {said}"), done.stderr
+        assert done.stderr.endswith("; expected a saved `lossops bench --json` run (JSON text)\n")
+        assert len(done.stderr.splitlines()) == 1
+
+
+def test_conformance_export_onto_a_file_is_one_line(tmp_path):
+    (tmp_path / "suite").write_text("")
+    done = lossops("conformance", "--export", str(tmp_path / "suite"))
+    assert done.returncode == 2 and done.stderr == (f"lossops conformance: {tmp_path / 'suite'} is a file; expected a "
+                                                    "directory to write the suite into (new, or one that exists)\n")
 
 
 def test_bench_update_measures_one_operator_beside_the_stored_runs(tmp_path):

@@ -19,6 +19,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import onnx
 import onnxruntime
 import pytest
 from onnx import TensorProto, helper
@@ -26,9 +27,11 @@ from onnx import TensorProto, helper
 from lossops import opset
 from lossops.conformance import c_runner, golden
 from lossops.conformance.cases import node_model
+from lossops.opset.spec import NOT_ALLOWED
 from lossops.ort_ext import InferenceSession
 from lossops.ort_ext.kernels import targets
 from lossops.ort_ext.machine_code import library, loader
+from lossops.ort_ext.machine_code.library import _format
 from lossops.ort_ext.session import run_with_bfloat16
 
 _BUILT = (loader.LIBRARIES / library.FILE).is_file() and isinstance(
@@ -310,10 +313,32 @@ def test_kernels_turned_off_register_nothing():
     assert done.stdout.startswith("refused:") and "MseLoss" in done.stdout
 
 
+_WITH_FUNCTIONS = """
+    import sys, numpy as np, onnx, onnxruntime as ort
+    options = ort.SessionOptions()
+    options.register_custom_ops_library(sys.argv[1])
+    session = ort.InferenceSession(onnx.load(sys.argv[2]).SerializeToString(), options,
+                                   providers=["CPUExecutionProvider"])
+    x = np.arange(4, dtype=np.float32)
+    print(session.run(None, {"input": x, "target": x + 1})[0])
+"""
+
+
+def _mse_with_functions(path: Path) -> str:
+    """A MseLoss model that carries its functions (as lossops makes every model), saved at `path`."""
+    node = opset.make_node("MseLoss", ["input", "target"], ["output"], reduction="sum")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, [4])
+                                            for n in ("input", "target")],
+                              [helper.make_tensor_value_info("output", TensorProto.FLOAT, [])])
+    onnx.save(opset.make_model(graph), path)
+    return str(path)
+
+
 @pytest.mark.parametrize("damage", ["truncated", "another level's file", "stale", "one bit flipped"])
-def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
-    """Every kernel library this CPU runs damaged: registration fails with one line, and the process lives on.
-    Each is refused before it is mapped: by its size, or by its SHA-256 where the size is the build's."""
+def test_a_damaged_install_runs_the_decomposition_said_once(tmp_path, damage):
+    """Every kernel library this CPU runs damaged: each is refused before it is mapped (by its size, or by its
+    SHA-256 where the size is the build's), each refusal said once, the levels tried best first, and then
+    nothing is registered: the model's functions run, as the Python package falls back to the decomposition."""
     copy = tmp_path / "prebuilt"
     shutil.copytree(loader.LIBRARIES, copy)
     runs = [level for level in targets.cpu_levels() if (copy / loader.level_file(level)).is_file()]
@@ -331,12 +356,13 @@ def test_a_damaged_install_is_refused_in_one_line(tmp_path, damage):
             flipped = bytearray(data)
             flipped[len(data) // 2] ^= 1
             path.write_bytes(bytes(flipped))
-    done = _python(_model_text(), str(copy / library.FILE))
+    done = _python(_WITH_FUNCTIONS, str(copy / library.FILE), _mse_with_functions(tmp_path / "mse.onnx"))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("refused: ") and "lossops: no kernel library here can be used: " in done.stdout
-    expected = "bytes; " if damage == "truncated" else "bytes have another SHA-256 than the build's"
-    assert "is damaged or replaced" in done.stdout and expected in done.stdout
-    assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == len(runs) - 1  # each but the last
+    assert done.stdout.strip() == "4.0"  # the decomposition's answer
+    refusals = [loader.DAMAGED.format(level=level, path=copy / loader.level_file(level)) for level in runs[::-1]]
+    said = [loader.TRYING.format(why=why, level=below) for why, below in zip(refusals, runs[::-1][1:], strict=False)]
+    said.append(loader.DECOMPOSITION.format(why=refusals[-1]))
+    assert done.stderr == "".join(f"lossops: {line}\n" for line in said)
 
 
 def test_a_damaged_best_level_gives_way_to_the_one_below(tmp_path):
@@ -350,9 +376,56 @@ def test_a_damaged_best_level_gives_way_to_the_one_below(tmp_path):
     best.write_bytes(best.read_bytes()[:1000])
     done = _python(_model_text(), str(copy / library.FILE))
     assert done.returncode == 0 and done.stdout.strip() == "4.0"
-    assert done.stderr == (f"lossops: the library for {runs[-1]} is damaged or replaced (1000 bytes; "
-                           f"{(loader.LIBRARIES / loader.level_file(runs[-1])).stat().st_size} were "
-                           "built); trying the levels below it\n")
+    assert done.stderr == "lossops: " + loader.TRYING.format(
+        why=loader.DAMAGED.format(level=runs[-1], path=best), level=runs[-2]) + "\n"
+
+
+def test_a_directory_in_place_of_a_kernel_library_is_said_so(tmp_path):
+    copy = tmp_path / "prebuilt"
+    shutil.copytree(loader.LIBRARIES, copy)
+    best = copy / loader.level_file(targets.cpu_levels()[-1])
+    best.unlink()
+    best.mkdir()
+    done = _python(_WITH_FUNCTIONS, str(copy / library.FILE), _mse_with_functions(tmp_path / "mse.onnx"))
+    assert done.returncode == 0 and done.stdout.strip() == "4.0", done.stderr
+    assert loader.NOT_A_FILE.format(level=targets.cpu_levels()[-1], path=best) in done.stderr
+
+
+def test_the_override_is_read_as_python_reads_it():
+    """LOSSOPS_KERNELS with spaces around a level is that level, in both loaders; a name that is none is
+    refused in the same words by both."""
+    level = targets.cpu_levels()[-1]
+    done = _python(_model_text(), library.library_path(), LOSSOPS_KERNELS=f" {level} ")
+    assert done.returncode == 0 and done.stdout.strip() == "4.0" and done.stderr == "", done.stderr
+    python = _python("from lossops.ort_ext.machine_code import loader; loader.code()", LOSSOPS_KERNELS=" v9\t")
+    native = _python(_model_text(), library.library_path(), LOSSOPS_KERNELS=" v9\t")
+    assert native.stdout.strip() == "4.0"
+    assert python.stderr == native.stderr == "lossops: " + loader.OVERRIDE_UNKNOWN.format(
+        env=loader.ENV, value="'v9'", levels=", ".join(targets.levels_of())) + "\n"
+
+
+def test_a_damaged_native_library_is_refused_before_it_is_mapped(tmp_path, monkeypatch):
+    """A half-written lossops_custom_ops.so (an interrupted install or copy): library_path() and everything that
+    loads the library say so in one line, naming the file, before it is mapped (mapped, it ends the process with
+    SIGBUS); `lossops doctor` says so and goes on."""
+    copy = tmp_path / "prebuilt"
+    shutil.copytree(loader.LIBRARIES, copy)
+    (copy / library.FILE).write_bytes((copy / library.FILE).read_bytes()[:4096])
+    monkeypatch.setattr(library, "LIBRARIES", copy)
+    monkeypatch.setattr(loader, "LIBRARIES", copy)
+    with pytest.raises(RuntimeError) as refused:
+        library.library_path()
+    assert str(refused.value) == (f"lossops: {copy / library.FILE} is damaged or replaced (it is not the file the "
+                                  "build wrote: its size or SHA-256 differs); reinstall lossops")
+    doctor = subprocess.run([sys.executable, "-c", textwrap.dedent(f"""
+        from lossops.ort_ext.machine_code import library, loader
+        from pathlib import Path
+        library.LIBRARIES = loader.LIBRARIES = Path({str(copy)!r})
+        from lossops.cli import main
+        main(["doctor"])
+    """)], capture_output=True, text=True, timeout=300)
+    assert doctor.returncode == 0 and "Traceback" not in doctor.stderr, doctor.stderr
+    assert "is damaged or replaced" in doctor.stdout
 
 
 def test_library_path_imports_neither_numba_nor_torch():
@@ -381,7 +454,7 @@ def test_the_tables_come_from_the_records():
     for op in loader.code().ops:
         record = opset.get(op)
         assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes, ' in text
-        for a in record.attributes:
-            assert f'"{a.expectation()}"' in text.replace("\\'", "'")
+        for a in record.attributes:  # the refusals, in opset/spec.py's words, this attribute's filled in
+            assert _format(NOT_ALLOWED, op=op, name=a.name, expected=a.expectation()) in text
     assert "#define SLOT_CustomOpDomain_Add 27" in text
     assert f"{{{TensorProto.BFLOAT16}, 2}}" in text and f"{{{TensorProto.DOUBLE}, 8}}" in text

@@ -28,12 +28,12 @@ def decompose(b: Builder, g: str, x: str, t: str) -> str:
     def probabilities(s: Builder) -> str:  # log(t) is finite exactly where PyTorch's log(t) + t / t is not NaN
         log_t = s.op("Log", t)
         finite = s.op("Less", s.op("Abs", log_t), s.const(float("inf")))
-        return s.op("Where", finite, s.op("Sub", s.op("Add", log_t, one), x), s.const(float("nan")))
+        return s.op("Mul", s.op("Where", finite, s.op("Sub", s.op("Add", log_t, one), x), s.const(float("nan"))), g)
 
-    def log_probabilities(s: Builder) -> str:
-        return s.op("Mul", s.op("Exp", t), s.op("Sub", s.op("Add", t, one), x))
+    def log_probabilities(s: Builder) -> str:  # exp(t) last: g (divided by N for a mean) first brings d down
+        return s.op("Mul", s.op("Exp", t), s.op("Mul", s.op("Sub", s.op("Add", t, one), x), g))
 
-    return b.op("Mul", b.choose("log_target", {0: probabilities, 1: log_probabilities}), g)  # x and t span F
+    return b.choose("log_target", {0: probabilities, 1: log_probabilities})  # x and t span F
 
 
 DEFINITION = OpDef(

@@ -19,7 +19,8 @@ has `input`'s shape. float16 and bfloat16 are computed in float32 and rounded on
 
 
 def decompose(b: Builder, g: str, x: str, y: str) -> str:
-    return b.op("Mul", b.op("Mul", b.const(2.0), b.op("Sub", x, y)), g)  # over F: x and y span it, g fits it
+    # the 2 with g (already divided by N for a mean), as aten's (2 / N) * (x - y) * g: no 2 * x overflows
+    return b.op("Mul", b.op("Sub", x, y), b.op("Mul", b.const(2.0), g))  # over F: x and y span it, g fits it
 
 
 DEFINITION = OpDef(

@@ -21,7 +21,8 @@ class Kernel:
     """What the engine needs of an operator, all of it fixed when numba compiles the operator's entry points.
 
     `tile(v0, v1, v2, v3, v4, out, m, scale, params, tmp)` computes `out[:m]` from the operand views (in schema
-    order; inputs the loop does not read get a placeholder), `scale` (mean/batchmean factor of a gradient),
+    order; inputs the loop does not read get a placeholder), `scale` (mean/batchmean factor of a gradient,
+    multiplied into grad_output before anything else: a finite answer's factors then cannot overflow),
     `params` (float64: the operator's attributes other than `reduction`, in record order, layout.param_values)
     and `tmp`, a compute-type scratch tile.
     """

@@ -29,6 +29,12 @@ SLOTS = {
     "KernelInfoGetAttribute_float": 85,  # (const OrtKernelInfo*, const char* name, float* out)
     "KernelInfoGetAttribute_int64": 86,  # (const OrtKernelInfo*, const char* name, int64_t* out)
     "KernelInfoGetAttribute_string": 87,  # (const OrtKernelInfo*, const char* name, char* out, size_t* size)
+    # (const OrtKernelInfo*, const char* name, float*/int64_t* out, size_t* size): NULL out asks for the size
+    "KernelInfoGetAttributeArray_float": 162,
+    "KernelInfoGetAttributeArray_int64": 163,
+    "GetAllocatorWithDefaultOptions": 78,  # (OrtAllocator** out)
+    "KernelInfoGetAttribute_tensor": 236,  # (const OrtKernelInfo*, const char* name, OrtAllocator*, OrtValue** out)
+    "ReleaseValue": 96,  # void (OrtValue*)
     "KernelContext_GetInputCount": 88,  # (const OrtKernelContext*, size_t* out)
     "KernelContext_GetInput": 90,  # (const OrtKernelContext*, size_t index, const OrtValue** out)
     "KernelContext_GetOutput": 91,  # (OrtKernelContext*, size_t index, const int64_t* dims, size_t n, OrtValue**)
@@ -53,7 +59,6 @@ HOST_SLOTS = {
     # the release functions run from ReleaseEnv (92) to ReleaseCustomOpDomain (101), ReleaseStatus (93) and
     # ReleaseTensorTypeAndShapeInfo (99) among them
     "ReleaseSession": 95,  # void (OrtSession*)
-    "ReleaseValue": 96,  # void (OrtValue*)
 }
 ORT_FAIL, ORT_INVALID_ARGUMENT = 1, 2  # OrtErrorCode
 API_VERSION = 17  # the OrtApi version asked for: the first with KernelContext_ParallelFor (ONNX Runtime 1.17)
@@ -120,7 +125,7 @@ OrtCustomOp._fields_ = [
     ("GetAliasMap", VP),
     ("ReleaseAliasMap", VP),
 ]
-OP_VERSION = 16  # the struct version: ORT reads the fields up to GetEndVersion and passes OrtApi version 16
+OP_VERSION = 16  # the struct version: ORT reads the fields up to KernelComputeV2 and passes OrtApi version 16
 INPUT_REQUIRED, INPUT_OPTIONAL = 0, 1  # OrtCustomOpInputOutputCharacteristic
 
 
@@ -132,6 +137,11 @@ _PROTOTYPES = {
     "KernelInfoGetAttribute_float": (VP, VP, C.c_char_p, C.POINTER(C.c_float)),
     "KernelInfoGetAttribute_int64": (VP, VP, C.c_char_p, C.POINTER(C.c_int64)),
     "KernelInfoGetAttribute_string": (VP, VP, C.c_char_p, C.c_char_p, C.POINTER(SIZE)),
+    "KernelInfoGetAttributeArray_float": (VP, VP, C.c_char_p, VP, C.POINTER(SIZE)),
+    "KernelInfoGetAttributeArray_int64": (VP, VP, C.c_char_p, VP, C.POINTER(SIZE)),
+    "GetAllocatorWithDefaultOptions": (VP, C.POINTER(VP)),
+    "KernelInfoGetAttribute_tensor": (VP, VP, C.c_char_p, VP, C.POINTER(VP)),
+    "ReleaseValue": (None, VP),
     "KernelContext_ParallelFor": (VP, VP, VP, SIZE, SIZE, VP),
     "ReleaseStatus": (None, VP),
 }
@@ -151,6 +161,15 @@ class Api:
 
     def message(self, status: int) -> str:
         return (self.GetErrorMessage(status) or b"").decode("utf-8", "replace")
+
+    def failed(self, status: int | None) -> str | None:
+        """A call's failure as its message (the status released), or None where it succeeded."""
+        if not status:
+            return None
+        try:
+            return self.message(status)
+        finally:
+            self.ReleaseStatus(status)
 
     def self_check(self) -> None:
         """Run slots whose behaviour is known on the live table; ValueError if any is not what SLOTS says."""

@@ -16,6 +16,7 @@
  * trampoline, on a state CreateKernelV2 fills exactly as ort_ext/host.py does for Python.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
@@ -43,8 +44,10 @@ struct lossops_attribute {
     const char *default_s;
     int64_t default_i;
     double default_f;
-    const char *expected;      /* what a value must be, as the end of a sentence */
-    const char *expected_type; /* the same, after the kind: "a str, one of 'none', 'mean', 'sum'" */
+    /* the refusals, as opset/spec.py words them, this attribute's name and expectation filled in */
+    const char *wrong_kind;  /* its value (%s) is of another kind (%s: str, int or float) */
+    const char *not_single;  /* it is a list or a tensor (%s: what it is) */
+    const char *not_allowed; /* its value (%s) is not allowed */
 };
 
 struct lossops_op {
@@ -55,7 +58,7 @@ struct lossops_op {
     const struct lossops_attribute *attributes;
     int n_foreign;
     const char *const *foreign; /* the other operators' attribute names, sorted: the unknown ones it can see */
-    const char *names;          /* its attributes' names, as Python writes the list */
+    const char *unknown;        /* the refusal of an unknown attribute (%s: its name) */
 };
 
 struct lossops_level {
@@ -81,6 +84,7 @@ __asm__(".symver dlsym, dlsym@" GLIBC_BASELINE);
 __asm__(".symver dladdr, dladdr@" GLIBC_BASELINE);
 __asm__(".symver dlerror, dlerror@" GLIBC_BASELINE);
 __asm__(".symver dlclose, dlclose@" GLIBC_BASELINE);
+__asm__(".symver memcpy, memcpy@" GLIBC_BASELINE); /* glibc 2.14 gave x86-64's a new default version */
 
 #define N_OPS (sizeof(OPS) / sizeof(OPS[0]))
 #define N_TYPES (sizeof(TYPES) / sizeof(TYPES[0]))
@@ -94,6 +98,10 @@ typedef void (*release_status_fn)(OrtStatus *status);
 typedef OrtStatus *(*attribute_float_fn)(const void *info, const char *name, float *out);
 typedef OrtStatus *(*attribute_int64_fn)(const void *info, const char *name, int64_t *out);
 typedef OrtStatus *(*attribute_string_fn)(const void *info, const char *name, char *out, size_t *size);
+typedef OrtStatus *(*attribute_array_fn)(const void *info, const char *name, void *out, size_t *size);
+typedef OrtStatus *(*attribute_tensor_fn)(const void *info, const char *name, void *allocator, void **out);
+typedef OrtStatus *(*default_allocator_fn)(void **out);
+typedef void (*release_value_fn)(void *value);
 typedef OrtStatus *(*create_domain_fn)(const char *domain, void **out);
 typedef OrtStatus *(*domain_add_fn)(void *domain, const void *op);
 typedef OrtStatus *(*add_domain_fn)(void *options, void *domain);
@@ -110,8 +118,7 @@ static OrtStatus *status(const void *api, const char *format, ...) {
 /* --- the kernels: one library, chosen once per process ------------------------------------------------- */
 
 static struct {
-    char error[1024]; /* why no library serves ("" where one does) */
-    int off;          /* LOSSOPS_KERNELS=none: register nothing, as the Python package runs the decomposition */
+    char error[2048];  /* why no library serves, or LOSSOPS_KERNELS=none: nothing is registered */
     const char *level; /* the library's level, once loaded */
     void *trampoline;
     void *compute[N_OPS], *task[N_OPS];
@@ -195,39 +202,39 @@ static void sha256_hex(const unsigned char *data, size_t n, char hex[65]) {
     for (int i = 0; i < 8; i++) snprintf(hex + 8 * i, 9, "%08x", h[i]);
 }
 
-/* Load LEVELS[k] into `kernels`; 0, or 1 with the reason in `why`. Nothing is mapped that is not the file the
- * build wrote, byte for byte (a truncated or damaged library mapped by the loader could end the process at its
- * first call). */
+/* Load LEVELS[k] into `kernels`; 0, or 1 with the reason in `why` (loader.py's words). Nothing is mapped that is
+ * not the file the build wrote, byte for byte (a truncated or damaged library mapped by the loader could end the
+ * process at its first call). */
 static int load(size_t k, char *why, size_t n) {
     char directory[4096], path[4200];
-    if (!my_directory(directory, sizeof directory)) return snprintf(why, n, "its own path is unknown"), 1;
+    const char *level = LEVELS[k].name;
+    if (LEVELS[k].size < 0) return snprintf(why, n, SAID_ABSENT, level), 1;
+    if (!my_directory(directory, sizeof directory)) return snprintf(why, n, SAID_UNREADABLE, level, "?"), 1;
     snprintf(path, sizeof path, "%s/%s", directory, LEVELS[k].file);
-    if (LEVELS[k].size < 0) return snprintf(why, n, "this install has no library for %s", LEVELS[k].name), 1;
+    DIR *folder = opendir(path); /* not fstat: glibc 2.33 gave it its own symbol, past the wheel's baseline */
+    if (folder) {
+        closedir(folder);
+        return snprintf(why, n, SAID_NOT_A_FILE, level, path), 1;
+    }
     FILE *file = fopen(path, "rb");
-    if (!file) return snprintf(why, n, "%s cannot be read", path), 1;
+    if (!file) return snprintf(why, n, SAID_UNREADABLE, level, path), 1;
     long long size = fseek(file, 0, SEEK_END) == 0 ? (long long)ftell(file) : -1;
     unsigned char *data = size == LEVELS[k].size ? malloc((size_t)size + 1) : NULL;
     int whole = data && fseek(file, 0, SEEK_SET) == 0 && fread(data, 1, (size_t)size, file) == (size_t)size;
     fclose(file);
-    if (size != LEVELS[k].size) {
-        free(data);
-        return snprintf(why, n, "the library for %s is damaged or replaced (%lld bytes; %lld were built)",
-                        LEVELS[k].name, size, LEVELS[k].size), 1;
-    }
     char digest[65] = "";
     if (whole) sha256_hex(data, (size_t)size, digest);
     free(data);
-    if (!whole) return snprintf(why, n, "%s cannot be read", path), 1;
-    if (strcmp(digest, LEVELS[k].sha256) != 0)
-        return snprintf(why, n, "the library for %s is damaged or replaced (its %lld bytes have another SHA-256 "
-                        "than the build's)", LEVELS[k].name, size), 1;
+    if (size == LEVELS[k].size && !whole) return snprintf(why, n, SAID_UNREADABLE, level, path), 1;
+    if (size != LEVELS[k].size || strcmp(digest, LEVELS[k].sha256) != 0)
+        return snprintf(why, n, SAID_DAMAGED, level, path), 1;
     void *library = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (!library) return snprintf(why, n, "the library for %s does not load (%s)", LEVELS[k].name, dlerror()), 1;
-    const char *const *stamp = dlsym(library, "lossops_stamp"), *const *level = dlsym(library, "lossops_level");
-    if (!stamp || !level || strcmp(*level, LEVELS[k].name) != 0)
-        snprintf(why, n, "the library under %s's name was built for %s", LEVELS[k].name, level ? *level : "none");
-    else if (strcmp(*stamp, LOSSOPS_STAMP) != 0)
-        snprintf(why, n, "the library for %s was built from other sources than this one", LEVELS[k].name);
+    if (!library) return snprintf(why, n, SAID_NO_LOAD, level, dlerror()), 1;
+    const char *const *stamp = dlsym(library, "lossops_stamp"), *const *built = dlsym(library, "lossops_level");
+    if (!built || strcmp(*built, level) != 0)
+        snprintf(why, n, SAID_OTHER_LEVEL, level, built ? *built : "none");
+    else if (!stamp || strcmp(*stamp, LOSSOPS_STAMP) != 0)
+        snprintf(why, n, SAID_OTHER_SOURCES, level);
     else
         why[0] = '\0';
     if (why[0]) { /* none of its code has run: it goes again */
@@ -235,7 +242,6 @@ static int load(size_t k, char *why, size_t n) {
         return 1;
     }
     kernels.trampoline = dlsym(library, "lossops_trampoline");
-    kernels.level = NULL;
     for (size_t i = 0; i < N_OPS; i++) {
         char name[256];
         snprintf(name, sizeof name, "lossops_%s_compute", OPS[i].name);
@@ -243,52 +249,65 @@ static int load(size_t k, char *why, size_t n) {
         snprintf(name, sizeof name, "lossops_%s_task", OPS[i].name);
         kernels.task[i] = dlsym(library, name);
         if (!kernels.compute[i] || !kernels.task[i] || !kernels.trampoline)
-            return snprintf(why, n, "the library for %s lacks %s", LEVELS[k].name, name), 1;
+            return snprintf(why, n, SAID_NO_LOAD, level, "a symbol is missing"), 1;
     }
-    kernels.level = LEVELS[k].name;
+    kernels.level = level;
     return 0;
 }
 
+/* LOSSOPS_KERNELS without the spaces around it (as Python reads it), into `out`; "" where unset. */
+static const char *wanted_level(char *out, size_t n) {
+    const char *v = getenv(LOSSOPS_ENV);
+    if (!v) v = "";
+    while (*v && strchr(" \t\n", *v)) v++;
+    snprintf(out, n, "%s", v);
+    for (size_t len = strlen(out); len && strchr(" \t\n", out[len - 1]); len--) out[len - 1] = '\0';
+    return out;
+}
+
+static void quoted(const unsigned char *v, size_t n, char *out, size_t size);
+
+/* The machine code, chosen as loader.py chooses it: the level LOSSOPS_KERNELS names where it serves; else the
+ * best level this CPU runs, then each level below it (each refusal said once); where none serves, nothing (the
+ * models' functions run), said once. */
 static void choose(void) {
     size_t runs = cpu_levels();
-    const char *wanted = getenv(LOSSOPS_ENV);
-    char why[1024] = "";
-    if (wanted && strcmp(wanted, "none") == 0) {
-        kernels.off = 1;
+    char wanted[256], why[2048] = "", shown[1100], names[512] = "";
+    wanted_level(wanted, sizeof wanted);
+    if (strcmp(wanted, "none") == 0) {
+        snprintf(kernels.error, sizeof kernels.error, "turned off by %s=none", LOSSOPS_ENV);
         return;
     }
-    if (wanted && *wanted) {
+    if (wanted[0]) {
         size_t k = 0;
         while (k < N_LEVELS && strcmp(LEVELS[k].name, wanted) != 0) k++;
+        for (size_t j = 0; j < N_LEVELS; j++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", j ? ", " : "", LEVELS[j].name);
+        quoted((const unsigned char *)wanted, strlen(wanted), shown, sizeof shown);
         if (strcmp(wanted, "jit") == 0)
             note("%s=jit: this library carries compiled kernels and no compiler; choosing as without it",
                  LOSSOPS_ENV);
         else if (k == N_LEVELS)
-            note("%s='%s' is not 'jit', 'none' or a level of this library: choosing as without it", LOSSOPS_ENV,
-                 wanted);
-        else if (k >= runs)
-            note("%s=%s refused: this CPU cannot run %s code; choosing as without it", LOSSOPS_ENV, wanted, wanted);
-        else if (load(k, why, sizeof why))
-            note("%s=%s refused: %s; choosing as without it", LOSSOPS_ENV, wanted, why);
+            note(SAID_OVERRIDE_UNKNOWN, LOSSOPS_ENV, shown, names);
+        else if (k >= runs) {
+            snprintf(why, sizeof why, SAID_CPU_CANNOT, wanted);
+            note(SAID_OVERRIDE_REFUSED, LOSSOPS_ENV, wanted, why);
+        } else if (load(k, why, sizeof why))
+            note(SAID_OVERRIDE_REFUSED, LOSSOPS_ENV, wanted, why);
         else
             return;
     }
-    if (runs == 0) {
-        snprintf(kernels.error, sizeof kernels.error,
-                 "lossops: this CPU is not %s or later, and this library has kernels for no other", LEVELS[0].name);
-        return;
+    if (runs == 0) snprintf(why, sizeof why, SAID_NO_LEVEL, LEVELS[0].name);
+    size_t tried[N_LEVELS], n = 0;
+    for (size_t k = runs; k-- > 0;) /* the best level built first */
+        if (LEVELS[k].size >= 0) tried[n++] = k;
+    if (runs && !n) snprintf(why, sizeof why, SAID_ABSENT, LEVELS[runs - 1].name);
+    for (size_t j = 0; j < n; j++) {
+        if (!load(tried[j], why, sizeof why)) return;
+        if (j + 1 < n) note(SAID_TRYING, why, LEVELS[tried[j + 1]].name);
     }
-    snprintf(why, sizeof why, "this install has no library for a level this CPU runs");
-    for (size_t k = runs; k-- > 0;) { /* the best level built first; a damaged one is said, and the next tried */
-        if (LEVELS[k].size < 0) continue;
-        if (!load(k, why, sizeof why)) return;
-        for (size_t below = 0; below < k; below++)
-            if (LEVELS[below].size >= 0) {
-                note("%s; trying the levels below it", why);
-                break;
-            }
-    }
-    snprintf(kernels.error, sizeof kernels.error, "lossops: no kernel library here can be used: %s", why);
+    snprintf(kernels.error, sizeof kernels.error, "%s", why);
+    note(SAID_DECOMPOSITION, why);
 }
 
 /* --- CreateKernelV2: the node's attributes, read and checked as ort_ext/host.py and opset/spec.py do ------ */
@@ -335,132 +354,158 @@ static void repr_float(double v, char *out, size_t n) {
     *o = '\0';
 }
 
-/* Python's repr() of a str. */
-static void repr_string(const char *v, char *out, size_t n) {
-    char quote = strchr(v, '\'') && !strchr(v, '"') ? '"' : '\'';
-    size_t k = 0;
+/* A string attribute's exact bytes as opset/spec.py's `quoted` shows them: quoted as Python quotes a str, printable
+ * ASCII as it is, anything else as \xNN; past QUOTED_MOST bytes, the first ones and "...". */
+#define QUOTED_MOST QUOTED_BYTES
+static void quoted(const unsigned char *v, size_t n, char *out, size_t size) {
+    char quote = memchr(v, '\'', n) && !memchr(v, '"', n) ? '"' : '\'';
+    size_t k = 0, shown = n < QUOTED_MOST ? n : QUOTED_MOST;
     out[k++] = quote;
-    for (const unsigned char *c = (const unsigned char *)v; *c && k + 6 < n; c++) {
-        if (*c == quote || *c == '\\') k += snprintf(out + k, n - k, "\\%c", *c);
-        else if (*c == '\n') k += snprintf(out + k, n - k, "\\n");
-        else if (*c == '\r') k += snprintf(out + k, n - k, "\\r");
-        else if (*c == '\t') k += snprintf(out + k, n - k, "\\t");
-        else if (*c < 0x20 || *c == 0x7f) k += snprintf(out + k, n - k, "\\x%02x", *c);
-        else out[k++] = (char)*c;
+    for (size_t i = 0; i < shown && k + 8 < size; i++) {
+        unsigned char c = v[i];
+        if (c == quote || c == '\\') k += snprintf(out + k, size - k, "\\%c", c);
+        else if (c == '\n') k += snprintf(out + k, size - k, "\\n");
+        else if (c == '\r') k += snprintf(out + k, size - k, "\\r");
+        else if (c == '\t') k += snprintf(out + k, size - k, "\\t");
+        else if (c < 0x20 || c >= 0x7f) k += snprintf(out + k, size - k, "\\x%02x", c);
+        else out[k++] = (char)c;
     }
-    out[k++] = quote;
-    out[k] = '\0';
+    snprintf(out + k, size - k, "%c%s", quote, n > QUOTED_MOST ? "..." : "");
 }
 
 struct value {
-    char kind; /* 0: absent */
-    char text[512];
+    char kind; /* 's', 'i', 'f'; 'n': present but not a single str, int or float; 0: absent */
+    unsigned char *bytes; /* kind 's': the exact bytes (malloc'd; NUL-terminated past `n`) */
+    size_t n;
     int64_t i;
     double f;
+    const char *phrase; /* kind 'n': what it is */
 };
 
-/* The node's attribute as the type it has: its own kind is asked first, then the others (KernelInfo can only be
- * asked for a name and a type; a FLOAT log_target of 1.0 must not read as absent). */
-static OrtStatus *read_attribute(const void *api, const void *info, const struct lossops_attribute *a,
-                                 struct value *v) {
-    const char kinds[3] = {a->kind, a->kind == 's' ? 'i' : 's', a->kind == 'f' ? 'i' : 'f'};
-    for (int k = 0; k < 3; k++) {
-        OrtStatus *failed;
-        if (kinds[k] == 's') {
-            size_t size = 0;
-            attribute_string_fn get = (attribute_string_fn)SLOT(api, KernelInfoGetAttribute_string);
-            if ((failed = get(info, a->name, NULL, &size))) goto absent;
-            char *text = malloc(size ? size : 1);
-            if (!text) return status(api, "lossops: out of memory reading attribute '%s'", a->name);
-            if ((failed = get(info, a->name, text, &size))) {
-                free(text);
-                OrtStatus *out = status(api, "%s", ((error_message_fn)SLOT(api, GetErrorMessage))(failed));
-                ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
-                return out;
-            }
-            snprintf(v->text, sizeof v->text, "%s", text);
-            free(text);
-        } else if (kinds[k] == 'i') {
-            if ((failed = ((attribute_int64_fn)SLOT(api, KernelInfoGetAttribute_int64))(info, a->name, &v->i)))
-                goto absent;
-        } else {
-            float f;
-            if ((failed = ((attribute_float_fn)SLOT(api, KernelInfoGetAttribute_float))(info, a->name, &f)))
-                goto absent;
-            v->f = f;
-        }
-        v->kind = kinds[k];
+static OrtStatus *copied(const void *api, OrtStatus *failed) {
+    OrtStatus *out = status(api, "%s", ((error_message_fn)SLOT(api, GetErrorMessage))(failed));
+    ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
+    return out;
+}
+
+/* Whether a getter's failure says the node has no such attribute (rather than one of another type): ONNX Runtime
+ * words the two apart ("No attribute with name:'x'is defined." / "Attribute name and type don't match"), and
+ * this is the only way its C API tells them apart. Releases the status. */
+static int absent(const void *api, OrtStatus *failed) {
+    int none = strncmp(((error_message_fn)SLOT(api, GetErrorMessage))(failed), "No attribute with name", 22) == 0;
+    ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
+    return none;
+}
+
+/* The node's attribute `name` as the type it has (KernelInfo can only be asked for a name and a type): a string's
+ * exact bytes (a NUL inside, bytes that are not UTF-8 text: all kept), an int, a float, or what else it is. */
+static OrtStatus *read_attribute(const void *api, const void *info, const char *name, struct value *v) {
+    memset(v, 0, sizeof *v);
+    attribute_string_fn get_string = (attribute_string_fn)SLOT(api, KernelInfoGetAttribute_string);
+    size_t size = 0;
+    OrtStatus *failed = get_string(info, name, NULL, &size);
+    if (!failed) {
+        v->bytes = malloc(size + 1);
+        if (!v->bytes) return status(api, "lossops: out of memory reading attribute '%s'", name);
+        if ((failed = get_string(info, name, (char *)v->bytes, &size))) return copied(api, failed);
+        v->n = size ? size - 1 : 0; /* the size counts the terminating NUL */
+        v->bytes[v->n] = '\0';
+        v->kind = 's';
         return NULL;
-    absent:
-        ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
     }
-    v->kind = 0;
+    if (absent(api, failed)) return NULL;
+    float f;
+    if (!(failed = ((attribute_int64_fn)SLOT(api, KernelInfoGetAttribute_int64))(info, name, &v->i))) {
+        v->kind = 'i';
+        return NULL;
+    }
+    ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
+    if (!(failed = ((attribute_float_fn)SLOT(api, KernelInfoGetAttribute_float))(info, name, &f))) {
+        v->kind = 'f', v->f = f;
+        return NULL;
+    }
+    ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
+    v->kind = 'n';
+    /* the array getters succeed on a list of any kind, with the elements of the kind asked for */
+    const char *lists[2] = {NOT_SINGLE_FLOATS, NOT_SINGLE_INTS};
+    for (int k = 0; k < 2; k++) {
+        size_t count = 0;
+        attribute_array_fn get = (attribute_array_fn)(k ? SLOT(api, KernelInfoGetAttributeArray_int64)
+                                                        : SLOT(api, KernelInfoGetAttributeArray_float));
+        if ((failed = get(info, name, NULL, &count))) ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
+        else if (count) return v->phrase = lists[k], NULL;
+    }
+    void *allocator = NULL, *tensor = NULL;
+    if ((failed = ((default_allocator_fn)SLOT(api, GetAllocatorWithDefaultOptions))(&allocator))) return copied(api, failed);
+    if (!(failed = ((attribute_tensor_fn)SLOT(api, KernelInfoGetAttribute_tensor))(info, name, allocator, &tensor))) {
+        ((release_value_fn)SLOT(api, ReleaseValue))(tensor);
+        v->phrase = NOT_SINGLE_TENSOR;
+        return NULL;
+    }
+    ((release_status_fn)SLOT(api, ReleaseStatus))(failed);
+    v->phrase = NOT_SINGLE_STRINGS; /* the C API has a getter for no other kind: a list of strings, in practice */
     return NULL;
 }
 
-/* The attribute's value for the kernel (its code, or the number), or a status naming what is wrong. */
-static OrtStatus *check(const void *api, const struct lossops_op *op, const struct lossops_attribute *a,
-                        const struct value *v, double *out) {
-    char shown[600];
-    if (v->kind == 's') repr_string(v->text, shown, sizeof shown);
+/* The attribute's value for the kernel (its code, or the number), or a status with opset/spec.py's words. */
+static OrtStatus *check(const void *api, const struct lossops_attribute *a, const struct value *v, double *out) {
+    char shown[4 * QUOTED_MOST + 16];
+    if (v->kind == 'n') return status(api, a->not_single, v->phrase);
+    if (v->kind == 's') quoted(v->bytes, v->n, shown, sizeof shown);
     else if (v->kind == 'i') snprintf(shown, sizeof shown, "%lld", (long long)v->i);
     else repr_float(v->f, shown, sizeof shown);
     if (v->kind != a->kind)
-        return status(api, "%s: attribute '%s' is %s (%s); expected %s", op->name, a->name, shown,
-                      v->kind == 's' ? "str" : v->kind == 'i' ? "int" : "float", a->expected_type);
-    for (int k = 0; k < a->n_allowed; k++) {
-        if (a->kind == 's' && strcmp(v->text, a->allowed_s[k]) == 0) return *out = (double)a->codes[k], NULL;
+        return status(api, a->wrong_kind, shown, v->kind == 's' ? "str" : v->kind == 'i' ? "int" : "float");
+    for (int k = 0; k < a->n_allowed; k++) { /* a string's exact bytes: "sum\0garbage" is not "sum" */
+        if (a->kind == 's' && v->n == strlen(a->allowed_s[k]) && memcmp(v->bytes, a->allowed_s[k], v->n) == 0)
+            return *out = (double)a->codes[k], NULL;
         if (a->kind == 'i' && v->i == a->allowed_i[k]) return *out = (double)v->i, NULL;
     }
     if (a->n_allowed == 0) {
         double x = a->kind == 'i' ? (double)v->i : v->f;
         if (isfinite(x) && x >= a->low && x <= a->high) return *out = x, NULL;
     }
-    return status(api, "%s: attribute '%s' is %s; expected %s", op->name, a->name, shown, a->expected);
+    return status(api, a->not_allowed, shown);
 }
 
 static OrtStatus *create_kernel(const void *self, const void *api, const void *info, void **kernel) {
     const struct custom_op *entry = self;
     const struct lossops_op *op = entry->op;
+    OrtStatus *failed = NULL;
+    struct value v;
+    /* KernelInfo cannot list a node's attributes: of the unknown ones, those another operator has are seen */
+    for (int k = 0; k < op->n_foreign && !failed; k++) {
+        failed = read_attribute(api, info, op->foreign[k], &v);
+        free(v.bytes);
+        if (!failed && v.kind) failed = status(api, op->unknown, op->foreign[k]);
+    }
+    if (failed) return failed;
     int64_t *state = malloc(8 * STATE_WORDS); /* released by ORT through C free (KernelDestroy) */
     if (!state) return status(api, "lossops: out of memory for a %s kernel", op->name);
     memset(state, 0, 8 * STATE_WORDS);
     double *params = (double *)(state + S_PARAMS);
-    /* KernelInfo cannot list a node's attributes: of the unknown ones, those another operator has are seen */
-    char unknown[1024] = "";
-    for (int k = 0; k < op->n_foreign; k++) {
-        struct lossops_attribute probe = {.name = op->foreign[k], .kind = 's'};
-        struct value v;
-        OrtStatus *failed = read_attribute(api, info, &probe, &v);
-        if (failed) {
-            free(state);
-            return failed;
-        }
-        if (v.kind) snprintf(unknown + strlen(unknown), sizeof unknown - strlen(unknown), "%s'%s'",
-                             unknown[0] ? ", " : "", op->foreign[k]);
-    }
-    if (unknown[0]) {
-        free(state);
-        return status(api, "%s: unknown attribute(s) [%s]; its attributes are %s", op->name, unknown, op->names);
-    }
-    for (int k = 0; k < op->n_attributes; k++) {
+    for (int k = 0; k < op->n_attributes && !failed; k++) {
         const struct lossops_attribute *a = &op->attributes[k];
-        struct value v;
         double value = 0;
-        OrtStatus *failed = read_attribute(api, info, a, &v);
+        failed = read_attribute(api, info, a->name, &v);
         if (!failed && !v.kind) { /* absent: the default (valid by construction) */
             v.kind = a->kind;
-            snprintf(v.text, sizeof v.text, "%s", a->default_s ? a->default_s : "");
             v.i = a->default_i;
             v.f = a->default_f;
+            if (a->default_s) {
+                v.n = strlen(a->default_s);
+                v.bytes = (unsigned char *)strdup(a->default_s);
+                if (!v.bytes) failed = status(api, "lossops: out of memory for a %s kernel", op->name);
+            }
         }
-        if (!failed) failed = check(api, op, a, &v, &value);
-        if (failed) {
-            free(state);
-            return failed;
-        }
-        if (a->param < 0) state[S_REDUCTION] = (int64_t)value;
-        else params[a->param] = a->kind == 'f' ? (double)(float)value : value;
+        if (!failed) failed = check(api, a, &v, &value);
+        free(v.bytes);
+        if (!failed && a->param < 0) state[S_REDUCTION] = (int64_t)value;
+        else if (!failed) params[a->param] = a->kind == 'f' ? (double)(float)value : value;
+    }
+    if (failed) {
+        free(state);
+        return failed;
     }
     state[S_COMPUTE] = (int64_t)(intptr_t)kernels.compute[entry->index];
     state[S_API] = (int64_t)(intptr_t)api;
@@ -513,14 +558,20 @@ static void fill(void) {
         }
 }
 
-static void start(void) { /* once per process, under `lock` */
+/* Once per process, under `lock`. The library stays mapped from then on: ONNX Runtime unloads a custom-op library
+ * when the last session options holding it go, and a session created after that would choose, hash and load the
+ * kernels again (milliseconds per session). */
+static void start(void) {
     if (chosen) return;
     chosen = 1;
+    Dl_info self;
+    if (dladdr((void *)&kernels, &self) && self.dli_fname) dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
     choose();
-    if (!kernels.error[0] && !kernels.off) fill();
+    if (kernels.level) fill();
 }
 
-/* Called by ONNX Runtime with the session options the library is registered on. */
+/* Called by ONNX Runtime with the session options the library is registered on. Where no kernel library can be
+ * used (said once, on stderr) or LOSSOPS_KERNELS=none, it registers nothing: the models' functions run. */
 EXPORT OrtStatus *RegisterCustomOps(void *options, const OrtApiBase *base) {
     const void *api = base->GetApi(LOSSOPS_API_VERSION);
     if (!api) {
@@ -532,8 +583,7 @@ EXPORT OrtStatus *RegisterCustomOps(void *options, const OrtApiBase *base) {
     OrtStatus *failed = NULL;
     pthread_mutex_lock(&lock);
     start();
-    if (kernels.error[0]) failed = status(api, "%s", kernels.error);
-    if (!failed && !kernels.off && !domain) { /* one domain for every registration, never released: sessions keep pointers into it */
+    if (kernels.level && !domain) { /* one domain for every registration, never released: sessions point into it */
         void *created = NULL;
         failed = ((create_domain_fn)SLOT(api, CreateCustomOpDomain))(LOSSOPS_DOMAIN, &created);
         for (size_t k = 0; !failed && k < N_OPS * N_TYPES; k++)
@@ -541,7 +591,7 @@ EXPORT OrtStatus *RegisterCustomOps(void *options, const OrtApiBase *base) {
         if (!failed) domain = created;
     }
     pthread_mutex_unlock(&lock);
-    if (failed || kernels.off) return failed;
+    if (failed || !kernels.level) return failed;
     return ((add_domain_fn)SLOT(api, AddCustomOpDomain))(options, domain);
 }
 
@@ -550,6 +600,5 @@ EXPORT const char *lossops_library_choice(void) {
     pthread_mutex_lock(&lock);
     start();
     pthread_mutex_unlock(&lock);
-    if (kernels.off) return "turned off by " LOSSOPS_ENV "=none";
-    return kernels.error[0] ? kernels.error : kernels.level;
+    return kernels.level ? kernels.level : kernels.error;
 }

@@ -21,12 +21,32 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...opset.spec import quoted
 from ..kernels.targets import ARCH, LEVELS, cpu_levels, levels_of
 from .stamp import source_stamp
 
 LIBRARIES = Path(__file__).resolve().parent / "prebuilt"  # what aot.py writes: manifest.json, *.so
 ENV = "LOSSOPS_KERNELS"
 KINDS = ("compute", "task", "plan", "start", "finish")
+
+# Why a level's kernel library is not used, and what is used instead: the words of this loader and of the native
+# library's (library.py writes them into its tables, each field a %s in the order it appears here). Both try the
+# best level the CPU runs, then each level below it, then (Python with numba only) the JIT, then the
+# decomposition, and say each refusal once.
+ABSENT = "this install has no kernel library for {level}"
+NOT_A_FILE = "the kernel library for {level} is not a file ({path})"
+UNREADABLE = "the kernel library for {level} cannot be read ({path})"
+DAMAGED = ("the kernel library for {level} is damaged or replaced ({path} is not the file the build wrote: its size "
+           "or SHA-256 differs)")
+NO_LOAD = "the kernel library for {level} does not load ({error})"
+OTHER_LEVEL = "the kernel library under {level}'s name was built for {other}"
+OTHER_SOURCES = "the kernel library for {level} was built from other sources than the installed ones"
+CPU_CANNOT = "this CPU cannot run {level} code"
+NO_LEVEL = "this CPU is not {level} or later"
+TRYING = "{why}; trying {level}"
+DECOMPOSITION = "{why}: lossops operators run as their standard-op decomposition"
+OVERRIDE_UNKNOWN = "{env}={value} is not 'jit', 'none' or one of {levels}: choosing as without it"
+OVERRIDE_REFUSED = "{env}={value} refused: {why}; choosing as without it"
 
 
 def level_file(level: str) -> str:
@@ -120,28 +140,31 @@ def load_prebuilt(level: str) -> Prebuilt | str:
     if found is None:
         return "this install has no prebuilt kernels"
     if found["stamp"] != source_stamp():
-        return "the prebuilt kernels were built from other sources than the installed ones"
+        return OTHER_SOURCES.format(level=level)
     if level not in cpu_levels():
-        return f"this CPU cannot run {level} code (it runs {', '.join(cpu_levels()) or 'none of them'})"
+        return CPU_CANNOT.format(level=level)
     if level not in found["levels"]:
-        return f"no prebuilt kernels for {level} (the install has {', '.join(found['levels']) or 'none'})"
+        return ABSENT.format(level=level)
     entry = found["levels"][level]
     path = LIBRARIES / entry["file"]
+    if path.exists() and not path.is_file():
+        return NOT_A_FILE.format(level=level, path=path)
     try:
         data = path.read_bytes()
-    except OSError as e:
-        return f"the prebuilt library for {level} cannot be read ({e})"
+    except OSError:
+        return UNREADABLE.format(level=level, path=path)
     if len(data) != entry["size"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
-        return (f"the prebuilt library for {level} is damaged or replaced ({len(data)} bytes; the manifest says "
-                f"{entry['size']} and another hash)")
+        return DAMAGED.format(level=level, path=path)
     try:
         library = ctypes.CDLL(str(path))
         stamp = ctypes.c_char_p.in_dll(library, "lossops_stamp").value
         built_for = ctypes.c_char_p.in_dll(library, "lossops_level").value
     except (OSError, ValueError) as e:
-        return f"the prebuilt kernels for {level} do not load ({e})"
-    if stamp is None or stamp.decode() != source_stamp() or built_for is None or built_for.decode() != level:
-        return f"the prebuilt library under {level}'s name was built for {built_for and built_for.decode()}"
+        return NO_LOAD.format(level=level, error=e)
+    if built_for is None or built_for.decode() != level:
+        return OTHER_LEVEL.format(level=level, other=built_for.decode() if built_for else "none")
+    if stamp is None or stamp.decode() != source_stamp():
+        return OTHER_SOURCES.format(level=level)
     return Prebuilt(f"prebuilt {level}", tuple(found["ops"]), library)
 
 
@@ -163,7 +186,8 @@ def _jit() -> Jit:
 @functools.cache
 def _choice() -> tuple[Code | None, str]:
     """(this process's machine code, or None; why None). An override that cannot be honoured is said in one
-    line, and the automatic choice is made instead."""
+    line, and the automatic choice is made instead: the best level this CPU runs, then each level below it (each
+    refusal said once), then numba's JIT where it is installed, then the decomposition."""
     wanted = os.environ.get(ENV, "").strip()
     if wanted == "none":
         return None, f"turned off by {ENV}=none"
@@ -175,23 +199,28 @@ def _choice() -> tuple[Code | None, str]:
         found = load_prebuilt(wanted)
         if isinstance(found, Prebuilt):
             return found, ""
-        _note(f"{ENV}={wanted} refused: {found}; choosing as without it")
+        _note(OVERRIDE_REFUSED.format(env=ENV, value=wanted, why=found))
     elif wanted:
-        _note(f"{ENV}={wanted!r} is not 'jit', 'none' or one of {', '.join(levels_of())}: choosing as without it")
+        _note(OVERRIDE_UNKNOWN.format(env=ENV, value=quoted(wanted.encode()), levels=", ".join(levels_of())))
     levels = cpu_levels()
-    why = "" if levels else (f"this CPU is not {levels_of()[0]} or later" if levels_of()
+    why = "" if levels else (NO_LEVEL.format(level=levels_of()[0]) if levels_of()
                              else f"lossops has no prebuilt kernels for {ARCH or 'this machine'}")
-    if levels:
-        found = load_prebuilt(levels[-1])
+    built = (manifest() or {}).get("levels", {})
+    # best first; where the install has no usable manifest, one try says why (it is no level's own problem)
+    tried = [level for level in reversed(levels) if level in built] or levels[-1:]
+    for k, level in enumerate(tried):
+        found = load_prebuilt(level)
         if isinstance(found, Prebuilt):
             return found, ""
         why = found
+        if k + 1 < len(tried):
+            _note(TRYING.format(why=why, level=tried[k + 1]))
     if _numba():
         if manifest() is not None or manifest_problem():  # a wheel whose libraries do not serve here: say why
             _note(f"{why}; compiling them with numba instead")
         return _jit(), ""
     why = f"{why}, and numba is not installed (pip install 'lossops[jit]' for the compiled kernels)"
-    _note(f"{why}: lossops operators run as their standard-op decomposition")
+    _note(DECOMPOSITION.format(why=why))
     return None, why
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[2]  # the lossops package (the repository root in a checkout)
 # everything the machine code is made from: the kernels (engine, tiles, target facts), the operator records, the
 # compiled ORT callbacks and the OrtApi slots they call, how a library is built, and the native custom-op library
-# with its generator
+# with its generator and the loader's words it carries
 SOURCES = ("ort_ext/kernels/**/*.py", "opset/**/*.py", *(f"ort_ext/machine_code/{name}" for name in (
-    "compiled.py", "capi.py", "aot.py", "custom_ops.c", "library.py")))
+    "compiled.py", "capi.py", "aot.py", "custom_ops.c", "library.py", "loader.py")))
 
 
 @functools.cache

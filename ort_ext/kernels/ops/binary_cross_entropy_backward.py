@@ -18,4 +18,4 @@ def binary_cross_entropy_backward(g, x, y, w, _, out, m, scale, _params, tmp):
         d = (like(xk, 1) - xk) * xk
         eps = like(xk, EPSILON)  # PyTorch's clamp, in the compute precision
         d = select(d < eps, eps, d)
-        store(out, k, (xk - load(y[k])) * load(g[k]) / d * load(w[k]) * scale)  # PyTorch's order of operations
+        store(out, k, (xk - load(y[k])) * (load(g[k]) * scale) / d * load(w[k]))

@@ -25,4 +25,4 @@ def binary_cross_entropy_with_logits_backward(g, x, y, w, p, out, m, scale, _par
         # (p * y + 1 - y) as 1 + (p - 1) * y: no inf - inf for an infinite target at p = 1 (PyTorch gives -+inf)
         s = one + select(pk == one, like(xk, 0), (pk - one) * yk)
         grad = s * sigmoid - pk * yk
-        store(out, k, grad * load(g[k]) * load(w[k]) * scale)
+        store(out, k, grad * (load(g[k]) * scale) * load(w[k]))

@@ -21,11 +21,11 @@ def binary_cross_entropy_with_logits_target_backward(g, x, _y, w, p, out, m, sca
         weighted |= load(p[k]) != like(scale, 1)
     if not weighted:
         for k in range(m):
-            store(out, k, -load(x[k]) * load(g[k]) * load(w[k]) * scale)
+            store(out, k, -load(x[k]) * (load(g[k]) * scale) * load(w[k]))
         return
     for k in range(m):
         tmp[k] = exp(-abs(load(x[k])))
     for k in range(m):
         xk, pk = load(x[k]), load(p[k])
         slope = select(xk < like(xk, 0), -pk * xk, -xk)
-        store(out, k, ((pk - like(xk, 1)) * log1p_unit(tmp[k]) + slope) * load(g[k]) * load(w[k]) * scale)
+        store(out, k, ((pk - like(xk, 1)) * log1p_unit(tmp[k]) + slope) * (load(g[k]) * scale) * load(w[k]))

@@ -15,7 +15,7 @@ from ..registry import kernel
 def kl_div_backward(g, _x, t, _a, _b, out, m, scale, params, tmp):
     if params[0]:  # log_target
         for k in range(m):
-            store(out, k, -(exp(load(t[k])) * load(g[k])) * scale)
+            store(out, k, -(exp(load(t[k])) * (load(g[k]) * scale)))
     else:
         for k in range(m):
-            store(out, k, -(load(t[k]) * load(g[k])) * scale)
+            store(out, k, -(load(t[k]) * (load(g[k]) * scale)))

@@ -18,10 +18,10 @@ def kl_div_target_backward(g, x, t, _a, _b, out, m, scale, params, tmp):
     if params[0]:  # log_target
         for k in range(m):
             tk = load(t[k])
-            store(out, k, exp(tk) * (tk + like(tk, 1) - load(x[k])) * load(g[k]) * scale)
+            store(out, k, exp(tk) * ((tk + like(tk, 1) - load(x[k])) * (load(g[k]) * scale)))  # exp(t) last: it grows
     else:
         for k in range(m):
             tk = load(t[k])
             log_t = log(tk)
             d = select(abs(log_t) < like(tk, np.inf), log_t + like(tk, 1) - load(x[k]), like(tk, np.nan))
-            store(out, k, d * load(g[k]) * scale)
+            store(out, k, d * (load(g[k]) * scale))

@@ -17,4 +17,4 @@ def l1_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
         d = load(x[k]) - load(y[k])
         zero, one = like(d, 0), like(d, 1)
         sign = select(d > zero, one, select(d < zero, -one, zero))
-        store(out, k, sign * load(g[k]) * scale)
+        store(out, k, sign * (load(g[k]) * scale))

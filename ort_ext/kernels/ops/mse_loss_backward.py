@@ -1,5 +1,5 @@
-"""Kernel of MseLossBackward: 2 * (x - y) * g, scaled (aten's order); the engine sums it back to input's shape
-where target broadcast input up."""
+"""Kernel of MseLossBackward: (x - y) * (2 * g * scale), aten's order (its 2 / N first), so that a mean's answer
+does not overflow where it is finite; the engine sums it back to input's shape where target broadcast input up."""
 
 from __future__ import annotations
 
@@ -15,4 +15,4 @@ from ..registry import kernel
 def mse_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
     for k in range(m):
         xk = load(x[k])
-        store(out, k, like(xk, 2) * (xk - load(y[k])) * load(g[k]) * scale)
+        store(out, k, (xk - load(y[k])) * (like(xk, 2) * (load(g[k]) * scale)))

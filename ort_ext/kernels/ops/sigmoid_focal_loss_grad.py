@@ -46,10 +46,10 @@ def sigmoid_focal_loss_grad(g, x, y, w, _, out, m, scale, params, tmp):
             xk, yk = load(x[k]), load(y[k])
             bracket, q = _bracket(xk, yk, tmp[k], gamma)
             grad = bracket * power_bits(q, bits) * alpha_t(yk, alpha)
-            store(out, k, grad * load(g[k]) * load(w[k]) * scale)
+            store(out, k, grad * (load(g[k]) * scale) * load(w[k]))
     else:
         for k in range(m):
             xk, yk = load(x[k]), load(y[k])
             bracket, q = _bracket(xk, yk, tmp[k], gamma)
             grad = bracket * power(q, gamma) * alpha_t(yk, alpha)
-            store(out, k, grad * load(g[k]) * load(w[k]) * scale)
+            store(out, k, grad * (load(g[k]) * scale) * load(w[k]))

@@ -19,4 +19,4 @@ def smooth_l1_loss_backward(g, x, y, _a, _b, out, m, scale, params, tmp):
         zero, one, beta = like(xk, 0), like(xk, 1), like(xk, params[0])
         slope = select(d <= -beta, -one, select(d >= beta, one, d / beta))  # aten's kernel; NaN stays NaN
         sign = select(d > zero, one, select(d < zero, -one, zero))  # beta = 0: L1's gradient, 0 at 0 and NaN
-        store(out, k, select(beta == zero, sign, slope) * load(g[k]) * scale)
+        store(out, k, select(beta == zero, sign, slope) * (load(g[k]) * scale))

@@ -22,4 +22,4 @@ def soft_margin_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
         zero, one, err = like(p, 0), like(p, 1), product_error(xk, yk, p)
         e = tmp[k] - tmp[k] * select(p > zero, err, -err)  # exp(-|x * y|) of the exact product, as the forward's
         sigmoid = select(p <= zero, one, e) / (one + e)  # sigmoid(-p); a NaN p: NaN through e
-        store(out, k, -yk * sigmoid * load(g[k]) * scale)
+        store(out, k, -yk * sigmoid * (load(g[k]) * scale))
