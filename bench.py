@@ -1,12 +1,14 @@
-"""`lossops bench`: every operator on the kernels against its decomposition on ONNX Runtime, PyTorch eager and
-the memory roofline, measured side by side in one run (timing.py: each runner in steady state, blocks of
-runners alternated, medians and the spread of the blocks)."""
+"""`lossops bench`: every operator on the kernels against its decomposition on ONNX Runtime, PyTorch eager,
+torch.compile and the memory roofline, measured side by side in one run (timing.py: each runner in steady state,
+blocks of runners alternated, medians and the spread of the blocks); and the kernels at several thread counts
+side by side (`sweep`)."""
 
 from __future__ import annotations
 
 import json
 import os
 import platform
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -82,6 +84,27 @@ def torch_eager(op: str, feeds: dict[str, np.ndarray], reduction: str):
     return eager({k: torch.from_numpy(v) for k, v in feeds.items()}, reduction)
 
 
+def torch_compiled(op: str, feeds: dict[str, np.ndarray], reduction: str):
+    """`torch_eager`'s computation through torch.compile (inductor, shapes fixed), compiled and run once here;
+    None, said once on stderr, where this machine cannot compile it (no C compiler, for one)."""
+    import torch
+
+    torch._dynamo.reset()  # each case compiles its own graph; the cases' closures would outgrow dynamo's cache
+    compiled = torch.compile(torch_eager(op, feeds, reduction), dynamic=False)
+    try:
+        compiled()
+    except Exception as e:  # inductor's failures have many types; the bench goes on without the column
+        if not _COMPILE_FAILED:
+            print(f"lossops bench: torch.compile failed here, its column left out ({type(e).__name__}: "
+                  f"{str(e).splitlines()[0] if str(e) else ''})", file=sys.stderr)
+        _COMPILE_FAILED.append(op)
+        return None
+    return compiled
+
+
+_COMPILE_FAILED: list[str] = []
+
+
 class Stream:
     """STREAM's copy (b = a) or add (c = a + b) over arrays holding `nbytes` in all, split over `threads`
     threads (numpy releases the GIL), timed with the cases that move those bytes."""
@@ -111,6 +134,7 @@ class Row:
     kernels: Timing
     decomposition: Timing
     torch: Timing | None
+    compiled: Timing | None  # torch.compile
     stream_s: float  # best STREAM pass over the same bytes, timed with the case
     bytes: int
     roofline_s: float = 0.0  # bytes over the run's memory bandwidth (`roofline`)
@@ -125,12 +149,11 @@ class Row:
 
     @property
     def noisy(self) -> bool:
-        spreads = [self.kernels.spread, self.decomposition.spread] + ([self.torch.spread] if self.torch else [])
-        return max(spreads) > SPREAD_MARK
+        return max(t.spread for t in (self.kernels, self.decomposition, self.torch, self.compiled) if t) > SPREAD_MARK
 
 
 def run_bench(ops: list[str], sizes: list[int], dtypes: list[str], reductions: list[str], threads: int,
-              blocks: int) -> list[Row]:
+              blocks: int, compile_torch: bool = True) -> list[Row]:
     torch = None
     if available("torch"):
         import torch
@@ -156,11 +179,50 @@ def run_bench(ops: list[str], sizes: list[int], dtypes: list[str], reductions: l
                                    "add": Stream("add", moved, pool, threads)}
                         if torch is not None:
                             runners["torch"] = torch_eager(op, feeds, reduction)
+                            if compile_torch and (compiled := torch_compiled(op, feeds, reduction)):
+                                runners["compiled"] = compiled
                         calls = max(3, min(25, int(2e6 // max(n, 1))))
                         t = steady(runners, blocks=blocks, calls=calls, quiet=threads > 1 or n >= QUIET_FROM)
                         rows.append(Row(op, dtype, reduction, n, t["kernels"], t["decomposition"], t.get("torch"),
-                                        min(t["copy"].median, t["add"].median), moved))
+                                        t.get("compiled"), min(t["copy"].median, t["add"].median), moved))
     return rows
+
+
+def sweep(ops: list[str], sizes: list[int], counts: list[int], blocks: int) -> str:
+    """The kernels at each thread count of `counts` side by side in one run (one session per count, their blocks
+    alternated with STREAM copy split over as many threads), float32 and float16, none and mean: per case each
+    count's time, its speed-up over the first count and its share of that count's copy bandwidth."""
+    heads = " | ".join(f"{c} thread{'s' if c > 1 else ''}" for c in counts)
+    lines = [f"Each cell: the kernels' time · speed-up over {counts[0]} thread{'s' if counts[0] > 1 else ''} · "
+             "the bytes moved over that time as a share of STREAM copy's bandwidth on as many threads (above "
+             "100 %: the data fit in the caches).", "",
+             f"| operator | dtype | reduction | elements | {heads} |", "|---|---|---|---|" + "---|" * len(counts)]
+    pools = {c: ThreadPoolExecutor(c) for c in counts}
+    try:
+        for op in ops:
+            for dtype in ELEM:
+                for reduction in ("none", "mean"):
+                    for n in sizes:
+                        feeds = sample(op, n, dtype, reduction)
+                        model = model_for(op, feeds, dtype, reduction).SerializeToString()
+                        moved = bytes_moved(op, feeds, reduction)
+                        runners: dict = {}
+                        for c in counts:
+                            so = onnxruntime.SessionOptions()
+                            so.intra_op_num_threads = c
+                            session = InferenceSession(model, so, mode="kernels")
+                            runners[c] = lambda s=session, f=feeds: s.run(None, f)
+                            runners[f"copy{c}"] = Stream("copy", moved, pools[c], c)
+                        calls = max(3, min(25, int(2e6 // max(n, 1))))
+                        t = steady(runners, blocks=blocks, calls=calls, quiet=True)
+                        cells = [f"{_ms(t[c].median)} · {t[counts[0]].median / t[c].median:.2f}× · "
+                                 f"{t[f'copy{c}'].median / t[c].median:.0%}" for c in counts]
+                        lines.append(f"| {op} | {dtype} | {reduction} | {n:.0e} | " + " | ".join(cells) + " |")
+                        print(lines[-1], file=sys.stderr, flush=True)  # minutes in all: each row as it is measured
+    finally:
+        for pool in pools.values():
+            pool.shutdown()
+    return "\n".join(lines)
 
 
 def fixed_cost(op: str, blocks: int = 7) -> dict:
@@ -223,12 +285,12 @@ def render(rows: list[Row], env: dict, fixed: dict[str, float], memory: dict[str
              "medians of block medians, each runner in steady state; speed-up = other's time / kernels' time; "
              f"roofline = bytes moved / bandwidth; * = a runner's blocks differ by more than {SPREAD_MARK:g}x",
              f"{'operator':37s} {'dtype':8s} {'red':5s} {'elements':>8s} {'kernels':>10s} {'GB/s':>6s} "
-             f"{'roofline':>8s} {'vs decomp':>9s} {'vs torch':>8s}"]
+             f"{'roofline':>8s} {'vs decomp':>9s} {'vs torch':>8s} {'vs compile':>10s}"]
     for r in rows:
-        torch_ratio = f"{r.torch.median / r.kernels.median:7.2f}x" if r.torch else "      -"
+        versus = [f"{other.median / r.kernels.median:.2f}x" if other else "-" for other in (r.torch, r.compiled)]
         lines.append(f"{r.op:37s} {r.dtype:8s} {r.reduction:5s} {r.elements:8.0e} {_ms(r.kernels.median):>10s} "
                      f"{r.gbps:6.1f} {r.of_roofline:8.0%} {r.decomposition.median / r.kernels.median:8.2f}x "
-                     f"{torch_ratio}{' *' if r.noisy else ''}")
+                     f"{versus[0]:>8s} {versus[1]:>10s}{' *' if r.noisy else ''}")
     lines.append(f"fixed cost, 16 float32 elements: Identity {fixed['identity'] * 1e6:.1f} us, "
                  f"{fixed['op']} on the kernels {fixed['kernel'] * 1e6:.1f} us "
                  f"({fixed['kernel'] / fixed['identity']:.2f}x)")
@@ -248,13 +310,16 @@ def _cpu_model() -> str:
         return platform.processor()
 
 
+PEERS = {"torch": "PyTorch eager", "compiled": "torch.compile"}  # a stored row's other runners, where measured
+
+
 def _ratio(r: dict, other: str) -> float:
-    """A stored row's speed-up of the kernels over `other` ("decomposition" or "torch")."""
+    """A stored row's speed-up of the kernels over `other` ("decomposition" or one of PEERS)."""
     return r[other]["median"] / r["kernels"]["median"]
 
 
-def _versus_torch(r: dict) -> str:
-    return f"{_ratio(r, 'torch'):.2f}×" if r["torch"] else "-"
+def _versus(r: dict, other: str) -> str:
+    return f"{_ratio(r, other):.2f}×" if r.get(other) else "-"
 
 
 def _heading(env: dict) -> str:
@@ -344,29 +409,30 @@ def report(data: dict) -> str:
               f"the data fit in the last-level cache); `*` marks a row where some runner's blocks differ by more "
               f"than {SPREAD_MARK:g}×.", "",
               "| operator | dtype | reduction | elements | kernels | GB/s | of roofline | vs decomposition | "
-              "vs PyTorch eager |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              + " | ".join(f"vs {name}" for name in PEERS.values()) + " |",
+              "|---|---|---|---|---|---|---|---|" + "---|" * len(PEERS)]
     rows = _rows(data)
     for r in rows:
         kernels = r["kernels"]["median"]
-        spreads = [r[k]["spread"] for k in ("kernels", "decomposition", "torch") if r[k]]
+        spreads = [r[k]["spread"] for k in ("kernels", "decomposition", *PEERS) if r.get(k)]
         lines.append(f"| {r['op']} | {r['dtype']} | {r['reduction']} | {r['elements']:.0e} | {_ms(kernels)} | "
                      f"{r['bytes'] / kernels / 1e9:.1f} | {r['roofline_s'] / kernels:.0%} | "
-                     f"{_ratio(r, 'decomposition'):.2f}× | {_versus_torch(r)}"
-                     f"{' *' if max(spreads) > SPREAD_MARK else ''} |")
+                     f"{_ratio(r, 'decomposition'):.2f}× | " + " | ".join(_versus(r, k) for k in PEERS)
+                     + f"{' *' if max(spreads) > SPREAD_MARK else ''} |")
 
     def case(r: dict) -> str:
         return f"{r['op']} {r['dtype']} `{r['reduction']}` at {r['elements']:.0e}"
 
     worst = min(rows, key=lambda r: _ratio(r, "decomposition"))
-    slower = [r for r in rows if r["torch"] and _ratio(r, "torch") < 1]
     lines += ["", f"Against the decomposition: faster in {sum(_ratio(r, 'decomposition') > 1 for r in rows)} of "
               f"{len(rows)} rows, {_ratio(worst, 'decomposition'):.2f}× at worst ({case(worst)})."]
-    if any(r["torch"] for r in rows):
-        lines += ["", f"Against PyTorch eager: faster in {sum(bool(r['torch']) for r in rows) - len(slower)} of "
-                  f"{sum(bool(r['torch']) for r in rows)} rows"
-                  + (": slower in " + "; ".join(f"{case(r)} ({_ratio(r, 'torch'):.2f}×)" for r in slower) + "."
-                     if slower else ".")]
+    for other, name in PEERS.items():
+        measured = [r for r in rows if r.get(other)]
+        slower = [r for r in measured if _ratio(r, other) < 1]
+        if measured:
+            lines += ["", f"Against {name}: faster in {len(measured) - len(slower)} of {len(measured)} rows"
+                      + (": slower in " + "; ".join(f"{case(r)} ({_ratio(r, other):.2f}×)" for r in slower) + "."
+                         if slower else ".")]
     for k, run in enumerate(stored, 1):
         fixed = run["fixed_cost_s"]
         lines += ["", f"Fixed cost of a call, 16 float32 elements (run {k}): an Identity model "
@@ -384,8 +450,8 @@ def summary(data: dict) -> str:
     stored = runs(data)
     run_of = {r["op"]: k for k, run in enumerate(stored, 1) for r in run["rows"]}
     lines = ["float32, reduction `none`. Each cell: the kernels' time · the decomposition's time over it · PyTorch "
-             "eager's time over it; roofline = the bytes the operator must move over the bandwidth (above 100 %: "
-             "the data fit in the last-level cache).",
+             "eager's time over it · torch.compile's time over it (`-`: not in that run); roofline = the bytes the "
+             "operator must move over the bandwidth (above 100 %: the data fit in the last-level cache).",
              "",
              "| operator | run | " + " | ".join(f"{n:.0e} elements" for n in SUMMARY_SIZES)
              + f" | of roofline at {SUMMARY_SIZES[-1]:.0e} |",
@@ -394,7 +460,8 @@ def summary(data: dict) -> str:
     for op in dict.fromkeys(r["op"] for r in rows):
         sized = {r["elements"]: r for r in rows
                  if r["op"] == op and r["dtype"] == "float32" and r["reduction"] == "none"}
-        cells = [f"{_ms(r['kernels']['median'])} · {_ratio(r, 'decomposition'):.2f}× · {_versus_torch(r)}"
+        cells = [f"{_ms(r['kernels']['median'])} · {_ratio(r, 'decomposition'):.2f}× · "
+                 + " · ".join(_versus(r, k) for k in PEERS)
                  if (r := sized.get(n)) else "not measured" for n in SUMMARY_SIZES]
         largest = sized.get(SUMMARY_SIZES[-1])
         roofline = f"{largest['roofline_s'] / largest['kernels']['median']:.0%}" if largest else "not measured"
@@ -459,22 +526,32 @@ def machine_code_table(ops: list[str], sizes: list[int], blocks: int) -> str:
     return "\n".join(lines)
 
 
-def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: bool, threads: int | None = None,
-         ops: list[str] | None = None, compare_machine_code: bool = False, update: str | None = None) -> int:
+def _sizes(quick: bool, large: bool) -> list[int]:
+    return [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
+
+
+def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: bool,
+         threads: list[int] | None = None, ops: list[str] | None = None, compare_machine_code: bool = False,
+         update: str | None = None) -> int:
     ops = ops or list(opset.OPS)
     if compare_machine_code:
         sizes = [1000, 100_000] if quick else [10**k for k in range(3, 8)]
         print(machine_code_table(ops, sizes, blocks))
+        return 0
+    if threads and len(threads) > 1:
+        if as_json or update or plot_path:
+            raise ValueError("a --threads sweep prints its table only (no --json, --update, --plot)")
+        print(sweep(ops, _sizes(quick, large), threads, blocks))
         return 0
     if plot_path:
         require("matplotlib", "lossops bench --plot")  # before minutes of measuring, not after
     stored = None
     if update and Path(update).exists():
         stored = load_runs(update)  # read before minutes of measuring, not after
-    threads = threads or len(os.sched_getaffinity(0))
-    sizes = [1000, 100_000] if quick else [10**k for k in range(3, 9 if large else 8)]
+    threads = threads[0] if threads else len(os.sched_getaffinity(0))
+    sizes = _sizes(quick, large)
     fixed = fixed_cost(ops[0])  # first, before PyTorch's thread pool and the large tensors exist
-    rows = run_bench(ops, sizes, ["float32", "float16"], ["none", "mean"], threads, blocks)
+    rows = run_bench(ops, sizes, ["float32", "float16"], ["none", "mean"], threads, blocks, compile_torch=not quick)
     env = environment(threads, *roofline(rows))
     memory = extra_memory(ops, 10**7, threads)
     run = {"environment": env, "rows": [asdict(r) for r in rows], "fixed_cost_s": fixed,

@@ -39,6 +39,14 @@ def _count(text: str) -> int:
     return value
 
 
+def _counts(text: str) -> list[int]:
+    """argparse type: counts separated by commas, each at least 1, no repeats."""
+    counts = [_count(part.strip()) for part in text.split(",")]
+    if len(set(counts)) < len(counts):
+        raise argparse.ArgumentTypeError(f"{text!r} names a count twice")
+    return counts
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
@@ -185,7 +193,9 @@ def _train_bench(args: argparse.Namespace) -> int:
     from .training import bench as train_bench
 
     logging.getLogger("torch").setLevel(logging.ERROR)
-    threads = args.threads or 1
+    if args.threads and len(args.threads) > 1:
+        raise ValueError("--training takes one --threads count")
+    threads = args.threads[0] if args.threads else 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         rows = train_bench.bench(blocks=args.blocks, threads=threads, compile_torch=not args.quick)
@@ -257,15 +267,18 @@ def build_parser() -> argparse.ArgumentParser:
     bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline "
                              "(--training: six training workloads against PyTorch eager and torch.compile)",
                              description="Time every operator (1e3 to 1e7 elements, float32 and float16, reductions "
-                             "none and mean) on the lossops kernels, on its decomposition in plain onnxruntime and in "
-                             "PyTorch eager when installed, all with the same threads, each in steady state (blocks "
-                             "of consecutive calls, runners alternated); and the memory roofline from STREAM copy "
-                             "and add timed alongside.")
+                             "none and mean) on the lossops kernels, on its decomposition in plain onnxruntime, and "
+                             "in PyTorch eager and torch.compile when installed, all with the same threads, each in "
+                             "steady state (blocks of consecutive calls, runners alternated); and the memory roofline "
+                             "from STREAM copy and add timed alongside. With several --threads counts: the kernels "
+                             "at each count side by side.")
     bench.add_argument("--large", action="store_true", help="also 1e8 elements")
-    bench.add_argument("--quick", action="store_true", help="only 1e3 and 1e5 elements (a smoke run)")
+    bench.add_argument("--quick", action="store_true",
+                       help="only 1e3 and 1e5 elements, and no torch.compile (it compiles each case): a smoke run")
     bench.add_argument("--blocks", type=_count, default=5, help="blocks of calls per runner and case (default 5)")
-    bench.add_argument("--threads", type=_count,
-                       help="threads for every runner (default: the CPUs this process may use)")
+    bench.add_argument("--threads", type=_counts, metavar="N[,N...]",
+                       help="threads for every runner (default: the CPUs this process may use); several counts, "
+                       "such as 1,2,4,8,16: instead, the kernels at each count side by side")
     bench.add_argument("--op", action="append", choices=sorted(OPS), help="only this operator (repeatable)")
     bench.add_argument("--json", action="store_true", help="print JSON instead of the table")
     bench.add_argument("--update", metavar="RUN.json",

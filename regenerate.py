@@ -71,6 +71,7 @@ def operator_table() -> str:
 
 ROOT = Path(__file__).resolve().parent  # the repository root is the package `lossops`
 GUIDE = ROOT / "docs" / "guide.md"
+README = ROOT / "README.md"
 BENCH_RUNS = ROOT / "docs" / "bench.json"
 
 
@@ -78,6 +79,12 @@ def _bench_page() -> str:
     from .bench import report
 
     return report(json.loads(BENCH_RUNS.read_text()))
+
+
+def _bench_summary() -> str:
+    from .bench import summary
+
+    return summary(json.loads(BENCH_RUNS.read_text()))
 
 
 WHOLE: dict[Path, Callable[[], str]] = {ROOT / "docs" / "operators.md": operator_reference,
@@ -108,6 +115,7 @@ def expected(verbs_table: str) -> dict[Path, str]:
     the `docs` verb hands over: the CLI imports this module, not the other way round)."""
     found = {path: make() for path, make in WHOLE.items()}
     found[GUIDE] = _with_sections(GUIDE, {"operators": operator_table(), "verbs": verbs_table})
+    found[README] = _with_sections(README, {"speed": _bench_summary()})
     return found
 
 

@@ -134,6 +134,7 @@ class Builder(Nodes):
         if op.output_input is not None:  # a gradient: its grad_output scaled first, so no finite answer overflows
             g = [i.name for i in op.inputs].index("grad_output")
             values[g] = self.reduced_gradient(values[g], input)
+            self._value_shapes[values[g]] = shapes[g]  # divided by a scalar: a formula of it spans what it spanned
         value = op.decompose(self, *values)
         if op.reduces:
             value = self.reduce_loss(value, input)

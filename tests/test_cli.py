@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -233,6 +234,70 @@ def test_bench_update_measures_one_operator_beside_the_stored_runs(tmp_path):
     assert f"| KlDiv | {len(after)} | " in table and "not measured" in table
     # and its bandwidth was timed on data in the caches: its heading alone says at which size
     assert page.count("GB/s at 1e+05 elements, kernels: ") == 1
+
+
+def test_bench_threads_sweep_times_each_count_side_by_side():
+    """`--threads 1,2`: one row per case, one cell per count, the first count's speed-up 1.00x."""
+    done = lossops("bench", "--threads", "1,2", "--op", "L1Loss", "--quick", "--blocks", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "| operator | dtype | reduction | elements | 1 thread | 2 threads |" in done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| L1Loss |")]
+    assert len(rows) == 2 * 2 * 2  # float32 and float16, none and mean, 1e3 and 1e5
+    cell = r" [0-9.]+ ms · [0-9.]+× · [0-9]+% "
+    assert all(re.fullmatch(rf"\| L1Loss \| float(32|16) \| (none|mean) \| 1e\+0[35] \|{cell}\|{cell}\|", row)
+               for row in rows), rows
+    assert all(" · 1.00× · " in row.split("|")[5] for row in rows)
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--threads", "1,2", "--json"], "a --threads sweep prints its table only"),
+    (["--threads", "1,1"], "'1,1' names a count twice"),
+    (["--threads", "0"], "0 is not a count"),
+    (["--threads", "2,x"], "'x' is not a whole number"),
+    (["--training", "--threads", "1,2"], "--training takes one --threads count"),
+])
+def test_bench_thread_counts_it_cannot_take_are_one_line(args, said):
+    done = lossops("bench", *args)
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert said in done.stderr.strip().splitlines()[-1], done.stderr  # after argparse's usage, where it prints one
+
+
+def test_the_pages_show_torch_compile_where_a_run_measured_it():
+    """A stored row with a torch.compile timing gets its ratio in both tables and in the count of faster rows; a
+    row without one shows '-' and is not counted."""
+    import copy
+    import json
+
+    from lossops.bench import report, runs, summary
+
+    data = json.loads((Path(__file__).parents[1] / "docs" / "bench.json").read_text())
+    run = copy.deepcopy(runs(data)[0])
+    for r in run["rows"]:
+        r["compiled"] = {"median": 4 * r["kernels"]["median"], "spread": 1.0}
+    run["rows"][0]["compiled"] = None
+    page, table = report({"runs": [run]}), summary({"runs": [run]})
+    measured = len(run["rows"]) - 1
+    assert f"Against torch.compile: faster in {measured} of {measured} rows." in page
+    assert "| 4.00× |" in page and " · 4.00× |" in table
+    op = run["rows"][0]
+    assert f"| {op['op']} | {op['dtype']} | {op['reduction']} | {op['elements']:.0e} |" in page
+
+
+@pytest.mark.slow  # inductor compiles C++ for each case: a minute
+def test_torch_compile_is_a_runner_of_the_same_computation():
+    """The bench's torch.compile runner computes what PyTorch eager does, and a full (not --quick) run times it
+    beside the others."""
+    import numpy as np
+
+    from lossops.bench import run_bench, sample, torch_compiled, torch_eager
+
+    for reduction in ("none", "mean"):
+        feeds = sample("BinaryCrossEntropyWithLogits", 1000, "float32", reduction)
+        compiled = torch_compiled("BinaryCrossEntropyWithLogits", feeds, reduction)
+        eager = torch_eager("BinaryCrossEntropyWithLogits", feeds, reduction)
+        np.testing.assert_allclose(compiled().numpy(), eager().numpy(), rtol=2e-6)
+    (row,) = run_bench(["KlDiv"], [1000], ["float32"], ["mean"], threads=1, blocks=1)
+    assert row.compiled is not None and row.compiled.median > 0
 
 
 def test_doctor_with_jit_asked_for_and_no_numba_is_one_line(tmp_path):

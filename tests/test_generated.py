@@ -38,11 +38,13 @@ def test_every_operator_has_benchmark_rows():
 def test_a_stale_document_is_named_and_written(tmp_path, monkeypatch):
     """A generated page edited by hand, and a section whose markers are gone, are caught; --write restores the
     page and writes nothing that was current."""
-    page, guide = tmp_path / "bench.md", tmp_path / "guide.md"
+    page, guide, readme = tmp_path / "bench.md", tmp_path / "guide.md", tmp_path / "README.md"
     page.write_text("# typed by hand\n")
     guide.write_text(regenerate.GUIDE.read_text())
+    readme.write_text(regenerate.README.read_text())
     monkeypatch.setattr(regenerate, "WHOLE", {page: regenerate.WHOLE[regenerate.ROOT / "docs" / "bench.md"]})
     monkeypatch.setattr(regenerate, "GUIDE", guide)
+    monkeypatch.setattr(regenerate, "README", readme)
     assert regenerate.stale(verbs_table()) == [page]
     before = guide.stat().st_mtime_ns
     assert regenerate.main(write=True, goldens=False, verbs_table=verbs_table()) == 0

@@ -134,13 +134,19 @@ def test_reduced_totals_are_rounded_once(dtype):
     assert np.array_equal(got.view(t).astype(np.float64), expected)
 
 
-def test_pairwise_tile_sum_is_accurate_and_in_a_fixed_order():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tile_sum_is_accurate_and_in_a_fixed_order(dtype):
+    """float32 terms in one float64 run: within m units of 2**-53 of their magnitude (any order's bound); float64
+    terms in blocks of 128 summed in at least 4 vector lanes, then pairwise: within 128 / 4 + 2 + 3 < 40 units.
+    Magnitudes spread over 2**40, so that float64 additions do round."""
     rng = np.random.default_rng(5)
-    values = (rng.normal(size=engine.TILE) * 1e4).astype(np.float32)
+    values = (rng.normal(size=engine.TILE) * np.exp2(rng.integers(0, 40, engine.TILE))).astype(dtype)
     exact = float(sum(Fraction(float(v)) for v in values))
     got = engine.tile_sum(values, 0, values.size)
-    assert abs(got - exact) <= 10 * 2.0**-53 * float(np.abs(values.astype(np.float64)).sum())
+    units = values.size if dtype == np.float32 else 40
+    assert abs(got - exact) <= units * 2.0**-53 * float(np.abs(values.astype(np.float64)).sum())
     assert got == engine.tile_sum(values.copy(), 0, values.size)  # bit-identical when repeated
+    assert engine.tile_sum(values, 7, 100) == engine.tile_sum(values[7:107].copy(), 0, 100)
     parts = rng.normal(size=1000)
     assert engine.pairwise(parts.copy(), 1000) == engine.pairwise(parts.copy(), 1000)
     assert engine.pairwise(np.zeros(0), 0) == 0.0

@@ -435,3 +435,36 @@ def test_the_lossops_ops_refuse_a_gradient_they_do_not_compute():
     loss = torch.ops.lossops.l1_loss(x, t, 1)
     with pytest.raises(NotImplementedError, match=r"lossops::l1_loss: .* gradient of `target` is needed"):
         loss.backward()
+
+
+class _DecidesOnData(nn.Module):
+    """A forward that branches on a value of its input, as transformers' mask shortcuts do outside export."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(4, 2)
+
+    def forward(self, x, mask):
+        if (mask.sum() == mask.numel()).item():  # the decision the message must point at
+            return self.linear(x)
+        return self.linear(x * mask)
+
+
+@pytest.mark.parametrize("dynamic_shapes", ["batch", None])
+def test_a_decision_on_the_data_is_one_paragraph_naming_where_it_is(dynamic_shapes):
+    """Whatever dynamic_shapes is (with "batch", the retry with fixed shapes fails too), the user gets lossops'
+    paragraph: what stopped the trace, the file and line of the decision, advice that works for a library model."""
+    import inspect
+
+    from lossops.training import StepExportError
+
+    line = next(k for k, text in enumerate(inspect.getsource(_DecidesOnData).splitlines())
+                if "the decision the message" in text) + inspect.getsourcelines(_DecidesOnData)[1]
+    with pytest.raises(StepExportError) as caught:
+        _export(_DecidesOnData(), lambda o, t: ((o - t) ** 2).mean(),
+                ((torch.randn(3, 4), torch.ones(3, 4)), (torch.randn(3, 2),)), dynamic_shapes=dynamic_shapes)
+    message = str(caught.value)
+    assert message.startswith("export_training_step: PyTorch cannot trace the step into a graph: the code takes a "
+                              "Python decision on a value computed from the data at ") and "\n" not in message
+    assert f"{__file__}:{line} in forward" in message
+    assert 'attn_implementation="eager"' in message and "torch.where" in message

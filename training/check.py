@@ -254,7 +254,7 @@ def _autograd(module, loss_fn, module_args: tuple, loss_args: tuple, trained: li
         grads = torch.autograd.grad(loss, wanted, allow_unused=True)
     untrained = [n for n, g in zip(others, grads[len(trained):], strict=True) if g is not None]
     values = {"loss": loss.detach()}
-    state = module.state_dict()
+    state = dict(module.named_buffers())
     values.update({f"buffer {n}": state[n].detach() for n in mutated})
     values.update({f"grad {n}": torch.zeros_like(p) if g is None else g.detach()
                    for n, p, g in zip(trained, wanted, grads, strict=False)})

@@ -32,7 +32,8 @@ def save(session: TrainingSession, path: str) -> None:
     from safetensors.numpy import save_file
 
     d = session.definition
-    tensors = {n: np.require(array(v), requirements="C") for n, v in session.state.items()}  # keeps rank 0
+    tensors = {n: np.require(array(v), requirements="C") for n, v in session.state.items()  # keeps rank 0
+               if n not in d.not_saved}
     # safetensors' numpy API has no bfloat16: those entries are stored as their bits, and listed
     bits = sorted(n for n, t in tensors.items() if t.dtype == bfloat16_dtype())
     tensors.update({n: tensors[n].view(np.uint16) for n in bits})
@@ -58,11 +59,15 @@ def load(session: TrainingSession, path: str) -> None:
         tensors = {k: f.get_tensor(k) for k in f.keys()}
     tensors.update({n: tensors[n].view(bfloat16_dtype()) for n in json.loads(metadata.get(BFLOAT16, "[]"))})
     step = session.definition.step_input
-    expected = set(session.state) | {step}
+    kept = session.definition.not_saved  # not saved: they keep this session's values
+    expected = set(session.state) - set(kept) | {step}
     if set(tensors) != expected:
         raise ValueError(f"{path}: its entries do not match this training step's (missing "
                          f"{sorted(expected - set(tensors))}, unexpected {sorted(set(tensors) - expected)})")
     for name, value in session.state.items():
+        if name in kept:
+            tensors[name] = array(value)
+            continue
         saved = tensors[name]
         if saved.shape != tuple(value.shape()) or saved.dtype != array(value).dtype:
             raise ValueError(f"{path}: {name} is {saved.dtype}{list(saved.shape)}; this step has "

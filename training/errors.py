@@ -3,7 +3,9 @@ tracer or the ONNX exporter), and what lossops advises. Needs torch."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+from pathlib import Path
 
 # an op's name without its overload -> lossops' advice
 ADVICE = {
@@ -33,11 +35,15 @@ def explain(error: BaseException) -> StepExportError | None:
         chain.append(error)
         error = error.__cause__ or error.__context__
     for e in chain:
-        if isinstance(e, DynamicOutputShapeException | DataDependentOutputException):
+        if isinstance(e, DynamicOutputShapeException):
             op = _name(str(e.func))
-            what = ("an output whose shape depends on the values of its inputs"
-                    if isinstance(e, DynamicOutputShapeException) else "a Python decision on a tensor's value")
-            return _error(f"PyTorch cannot trace the step into a graph: {op} needs {what}", op, chain[0])
+            return _error(f"PyTorch cannot trace the step into a graph: {op} needs an output whose shape depends "
+                          f"on the values of its inputs{_where(e)}", op, chain[0])
+        # a value read into Python (.item(), bool(tensor)), or a size that depends on one, then branched on
+        if isinstance(e, DataDependentOutputException) or type(e).__name__ == "GuardOnDataDependentSymNode":
+            return StepExportError(
+                "export_training_step: PyTorch cannot trace the step into a graph: the code takes a Python "
+                f"decision on a value computed from the data{_where(e)}. {DECISION}.", chain[0])
         match = re.search(r"No ONNX function found for <OpOverload\(op='([^']+)', overload='([^']+)'\)>", str(e))
         if match:
             op = match.group(1)
@@ -45,6 +51,27 @@ def explain(error: BaseException) -> StepExportError | None:
         if isinstance(e, ValueError) and str(e).startswith(("convolution_backward:", "scaled_dot_product_attention:")):
             return _error(f"lossops' translation refuses it: {e}", None, chain[0])
     return None
+
+
+DECISION = ("In your own code, compute both outcomes and choose with torch.where; in a library's (transformers), "
+            "a setting that avoids the decision lets the step export: an argument the model takes already prepared "
+            "(a 4-D attention mask), attn_implementation=\"eager\", or leaving out an input that changes "
+            "nothing (an all-ones attention_mask)")
+
+
+def _where(error: BaseException) -> str:
+    """' at FILE:LINE in FUNCTION', the innermost frame of the traceback outside PyTorch: the user's or a library's
+    code that took the decision; '' where every frame is PyTorch's."""
+    import traceback
+
+    package = Path(__file__).resolve().parents[1]
+    inside = (str(Path(importlib.util.find_spec("torch").origin).parent),
+              *(str(package / room) for room in ("training", "converters", "opset", "ort_ext")))
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if not f.filename.startswith(inside)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    return f" at {frame.filename}:{frame.lineno} in {frame.name}"
 
 
 def _name(op: str) -> str:

@@ -66,6 +66,9 @@ class TrainingStep:
     gradient_model: ModelProto | None = field(default=None, repr=False)
     update_model: ModelProto | None = field(default=None, repr=False)
     mutated: list[str] = field(default_factory=list)  # the buffers a step updates, in the gradient model's order
+    # buffers registered with persistent=False: state the step reads, left out of state_dict and checkpoints as
+    # PyTorch leaves them out
+    not_saved: list[str] = field(default_factory=list)
     # the eval-mode forward, or how to export it: it is exported when first used
     eval_export: ModelProto | Callable[[], ModelProto] | None = field(default=None, repr=False)
 
@@ -118,7 +121,7 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Opti
     An axis the module's code fixes to its size (`x.view(32, -1)`) stays fixed, with a warning."""
     optimizer = optimizer or SGD()
     module_args, loss_args = (tuple(a) for a in example_inputs)
-    module_state = {k: v.clone() for k, v in module.state_dict().items()}  # the step's own initial copy
+    module_state = _state_of(module)  # the step's own initial copy
     asked = _asked_dims(dynamic_shapes, module_args, loss_args)
     traced, joint = _trace(module, loss_fn, module_args, loss_args, module_state, asked)
     params, buffers, mutated, trained = joint.parameters, joint.buffers, joint.mutated, joint.trained
@@ -143,9 +146,19 @@ def export_training_step(module, loss_fn, example_inputs: tuple, optimizer: Opti
     data = _data_names(module_args, loss_args)
     evaluated = functools.partial(_export_eval, copy.deepcopy(module).eval(), params + buffers, module_args,
                                   traced.dims[:len(module_args)])
+    saved = module.state_dict().keys()
     return TrainingStep(model, initial, params, trained, buffers, optimizer, max_grad_norm, data, check=report,
                         eval_export=evaluated, dims=dict(zip(data, traced.dims, strict=True)), aliases=joint.aliases,
-                        gradient_model=traced.model, update_model=update, mutated=mutated)
+                        gradient_model=traced.model, update_model=update, mutated=mutated,
+                        not_saved=[b for b in buffers if b not in saved])
+
+
+def _state_of(module) -> dict:
+    """A copy of the module's state by name: its state_dict, and the buffers registered with persistent=False
+    (transformers' `position_ids`), which the forward reads though state_dict leaves them out."""
+    state = {k: v.clone() for k, v in module.state_dict().items()}
+    state.update({k: v.detach().clone() for k, v in module.named_buffers() if k not in state})
+    return state
 
 
 def _data_names(module_args: tuple, loss_args: tuple) -> list[str]:
@@ -332,7 +345,7 @@ def _export_eval(evaluated, state: list[str], module_args: tuple, dims: list[dic
         def forward(self, *args):
             return functional_call(evaluated, dict(zip(state, args[:len(state)], strict=True)), args[len(state):])
 
-    values = evaluated.state_dict()
+    values = _state_of(evaluated)
     symbols = {name: torch.export.Dim(name) for d in dims for name in d.values()}
     shapes = [None] * len(state) + [{a: symbols[n] for a, n in d.items()} or None for d in dims]
     return bfloat16.in_float32(export(Eval().eval(), tuple(values[n] for n in state) + module_args, verbose=False,

@@ -18,6 +18,7 @@ Needs torch.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from ..extras import require
@@ -131,8 +132,6 @@ def _equivalent_kernels():
     """Among PyTorch's equivalent implementations, the ones whose backward has an ONNX translation: attention
     written out (the fused CPU kernels' backward has none), recurrent layers as their cells (not oneDNN's), and
     lossops' exportable forms of some functions (torch_forms.py)."""
-    import contextlib
-
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     stack = contextlib.ExitStack()
@@ -141,7 +140,21 @@ def _equivalent_kernels():
     stack.enter_context(ExportForms())
     stack.enter_context(sdpa_kernel([SDPBackend.MATH]))
     stack.enter_context(torch.backends.mkldnn.flags(enabled=False))
+    stack.enter_context(_exporting())
     return stack
+
+
+@contextlib.contextmanager
+def _exporting():
+    """`torch.compiler.is_exporting()` (and `is_compiling()`) true while the step is traced, as torch.export
+    sets them: library code that asks (transformers' attention masks) takes its traceable path instead of a
+    Python decision on a tensor's value."""
+    compiling, exporting = torch.compiler._is_compiling_flag, torch.compiler._is_exporting_flag
+    torch.compiler._is_compiling_flag = torch.compiler._is_exporting_flag = True
+    try:
+        yield
+    finally:
+        torch.compiler._is_compiling_flag, torch.compiler._is_exporting_flag = compiling, exporting
 
 
 def _distinct_outputs(joint, output) -> None:

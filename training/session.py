@@ -131,9 +131,9 @@ class TrainingSession:
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """The module's state (parameters and buffers) under its state_dict keys; a tied parameter under each of
-        its names (one array), as PyTorch's state_dict has it."""
+        its names (one array), and no buffer registered with persistent=False, as PyTorch's state_dict has it."""
         d = self.definition
-        own = {n: array(self.state[n]) for n in d.module_state}
+        own = {n: array(self.state[n]) for n in d.module_state if n not in d.not_saved}
         return own | {alias: own[name] for alias, name in d.aliases.items()}
 
     def parameters(self) -> dict[str, np.ndarray]:
