@@ -5,6 +5,7 @@ side by side (`sweep`)."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import platform
@@ -86,8 +87,12 @@ def torch_eager(op: str, feeds: dict[str, np.ndarray], reduction: str):
 
 def torch_compiled(op: str, feeds: dict[str, np.ndarray], reduction: str):
     """`torch_eager`'s computation through torch.compile (inductor, shapes fixed), compiled and run once here;
-    None, said once on stderr, where this machine cannot compile it (no C compiler, for one)."""
+    None, said once on stderr, where this machine cannot compile it (no C compiler, for one): the cases after a
+    failure are not tried again."""
     import torch
+
+    if _COMPILE_FAILED:
+        return None
 
     torch._dynamo.reset()  # each case compiles its own graph; the cases' closures would outgrow dynamo's cache
     compiled = torch.compile(torch_eager(op, feeds, reduction), dynamic=False)
@@ -113,6 +118,12 @@ class Stream:
         arrays = 2 if kind == "copy" else 3
         self.kind, self.pool, self.threads = kind, pool, threads
         self.a, *self.rest = (np.ones(max(1, nbytes // (4 * arrays)), np.float32) for _ in range(arrays))
+
+    def on(self, pool: ThreadPoolExecutor, threads: int) -> Stream:
+        """The same pass over the same arrays, split over `threads` threads of `pool`."""
+        other = copy.copy(self)
+        other.pool, other.threads = pool, threads
+        return other
 
     def _part(self, k: int) -> None:
         lo, hi = self.a.size * k // self.threads, self.a.size * (k + 1) // self.threads
@@ -207,12 +218,13 @@ def sweep(ops: list[str], sizes: list[int], counts: list[int], blocks: int) -> s
                         model = model_for(op, feeds, dtype, reduction).SerializeToString()
                         moved = bytes_moved(op, feeds, reduction)
                         runners: dict = {}
+                        stream = Stream("copy", moved, pools[counts[0]], counts[0])
                         for c in counts:
                             so = onnxruntime.SessionOptions()
                             so.intra_op_num_threads = c
                             session = InferenceSession(model, so, mode="kernels")
                             runners[c] = lambda s=session, f=feeds: s.run(None, f)
-                            runners[f"copy{c}"] = Stream("copy", moved, pools[c], c)
+                            runners[f"copy{c}"] = stream.on(pools[c], c)
                         calls = max(3, min(25, int(2e6 // max(n, 1))))
                         t = steady(runners, blocks=blocks, calls=calls, quiet=True)
                         cells = [f"{_ms(t[c].median)} · {t[counts[0]].median / t[c].median:.2f}× · "

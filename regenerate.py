@@ -78,13 +78,17 @@ BENCH_RUNS = ROOT / "docs" / "bench.json"
 def _bench_page() -> str:
     from .bench import report
 
-    return report(json.loads(BENCH_RUNS.read_text()))
+    return report(_stored_runs())
 
 
 def _bench_summary() -> str:
     from .bench import summary
 
-    return summary(json.loads(BENCH_RUNS.read_text()))
+    return summary(_stored_runs())
+
+
+def _stored_runs() -> dict:
+    return json.loads(BENCH_RUNS.read_text())
 
 
 WHOLE: dict[Path, Callable[[], str]] = {ROOT / "docs" / "operators.md": operator_reference,

@@ -23,7 +23,7 @@ from ...opset import spec
 from ..kernels import layout
 from ..kernels.targets import ARCH, ARCHES, LEVELS, levels_of
 from . import capi
-from .loader import ENV, LIBRARIES, level_file, manifest, manifest_problem
+from .loader import ENV, LIBRARIES, as_built, level_file, manifest, manifest_problem
 from .stamp import source_stamp
 
 FILE = "lossops_custom_ops.so"
@@ -42,11 +42,10 @@ def library_path() -> str:
                            "with the platform wheel (Linux x86-64 and aarch64), or `python -m "
                            f"lossops.ort_ext.machine_code.aot {LIBRARIES}` in a checkout")
     entry = (manifest() or {}).get("library")
-    data = path.read_bytes()
     if not isinstance(entry, dict) or entry.get("file") != FILE:
         why = manifest_problem() or "the manifest beside it names no native library"
         raise RuntimeError(f"lossops: {path} cannot be checked: {why}; reinstall lossops")
-    if len(data) != entry.get("size") or hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+    if not as_built(path.read_bytes(), entry):
         raise RuntimeError(f"lossops: {path} is damaged or replaced (it is not the file the build wrote: its size or "
                            "SHA-256 differs); reinstall lossops")
     return str(path)

@@ -127,6 +127,11 @@ def _manifest() -> tuple[dict | None, str]:
     return found, ""
 
 
+def as_built(data: bytes, entry: dict) -> bool:
+    """Whether a library's bytes are the file the build wrote: the size and SHA-256 its manifest entry records."""
+    return len(data) == entry.get("size") and hashlib.sha256(data).hexdigest() == entry.get("sha256")
+
+
 def _note(text: str) -> None:
     print(f"lossops: {text}", file=sys.stderr, flush=True)
 
@@ -153,7 +158,7 @@ def load_prebuilt(level: str) -> Prebuilt | str:
         data = path.read_bytes()
     except OSError:
         return UNREADABLE.format(level=level, path=path)
-    if len(data) != entry["size"] or hashlib.sha256(data).hexdigest() != entry["sha256"]:
+    if not as_built(data, entry):
         return DAMAGED.format(level=level, path=path)
     try:
         library = ctypes.CDLL(str(path))
