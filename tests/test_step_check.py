@@ -15,8 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from lossops.converters import aten_ops
-from lossops.ort_ext import InferenceSession, TrainingSession
-from lossops.training import SGD, StepCheckError, export_training_step
+from lossops.ort_ext import InferenceSession
+from lossops.training import SGD, StepCheckError, TrainingSession, export_training_step
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 
@@ -130,6 +130,45 @@ def test_dropout_step_is_checked_without_dropout_and_its_mask_follows_pytorch():
     F.mse_loss(reference[2](reference[0](x) * mask / (1 - p)), y).backward()
     for name, param in reference.named_parameters():
         np.testing.assert_allclose(step.state[name] - after[name], param.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_the_twin_is_the_exported_graph_with_its_dropout_kept_off(monkeypatch):
+    """The check's twin comes from the exported graph, not a second trace: each Dropout's ratio 0 and each
+    gradient's 1 / (1 - p) 1. Run in onnxruntime it computes PyTorch's loss and gradients without dropout; a
+    graph whose dropout gradient is scaled otherwise has no such twin (the check then traces one)."""
+    from lossops.training import export as export_module
+    from lossops.training.twin import without_dropout
+
+    torch.manual_seed(3)
+    net = torch.nn.Sequential(torch.nn.Linear(5, 32), torch.nn.Dropout(0.3), torch.nn.Linear(32, 3),
+                              torch.nn.Dropout(0.2))
+    x, y = torch.randn(6, 5), torch.randn(6, 3)
+    traces = []
+    trace = export_module._trace
+    monkeypatch.setattr(export_module, "_trace", lambda *args: traces.append(args) or trace(*args))
+    step = _export(net, F.mse_loss, ((x,), (y,)), SGD())
+    assert step.check.twin and step.check.worst <= 1e-5 and len(traces) == 1
+    twin = without_dropout(step.gradient_model)
+    assert twin is not None
+    feeds = {n: step.state[n] for n in step.parameters} | {"input_0": x.numpy(), "target_0": y.numpy()}
+    got = InferenceSession(twin, mode="decomposition").run(None, feeds)
+    reference = copy.deepcopy(net).eval()  # dropout off
+    loss = F.mse_loss(reference(x), y)
+    loss.backward()
+    np.testing.assert_allclose(got[0], loss.item(), rtol=1e-6)
+    grads = dict(reference.named_parameters())
+    for name, value in zip(step.trained, got[1:], strict=True):
+        np.testing.assert_allclose(value, grads[name].grad.numpy(), rtol=1e-5, atol=1e-7)
+    graph = step.gradient_model.graph
+    masks = {n.output[1] for n in graph.node if n.op_type == "Dropout"}
+    casts = {n.output[0] for n in graph.node if n.op_type == "Cast" and n.input[0] in masks}
+    scales = {i for n in graph.node if n.op_type == "Mul" and set(n.input) & casts for i in n.input} - casts
+    assert len(masks) == 2 and scales
+    broken = copy.deepcopy(step.gradient_model)
+    for tensor in broken.graph.initializer:
+        if tensor.name in scales:
+            tensor.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(tensor) * 2, tensor.name))
+    assert without_dropout(broken) is None
 
 
 def test_randomness_other_than_dropout_cannot_be_checked():

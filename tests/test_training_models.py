@@ -19,8 +19,8 @@ from torch import nn
 
 from lossops import opset
 from lossops.opset.spec import REAL
-from lossops.ort_ext import InferenceSession, TrainingSession
-from lossops.training import SGD, Adam, AdamW, export_training_step, load_into_torch
+from lossops.ort_ext import InferenceSession
+from lossops.training import SGD, Adam, AdamW, TrainingSession, export_training_step, load_into_torch
 
 logging.getLogger("torch").setLevel(logging.ERROR)
 

@@ -146,44 +146,87 @@ def _own_loss(model: nn.Module):
     return Loss(), lambda loss: loss, None
 
 
+def _off(dropout: bool, *names: str) -> dict:
+    """The config's dropout probabilities set to 0 unless `dropout` (its defaults kept)."""
+    return {} if dropout else dict.fromkeys(names, 0.0)
+
+
+BERT_DROPOUT = ("hidden_dropout_prob", "attention_probs_dropout_prob")
+# name -> builder(dropout) -> (module, loss_fn, targets(batch) or None where the model computes its own loss)
 MODELS = {
-    "DistilBERT classifier": lambda: _classifier(transformers.DistilBertForSequenceClassification(
+    "DistilBERT classifier": lambda dropout: _classifier(transformers.DistilBertForSequenceClassification(
         transformers.DistilBertConfig(vocab_size=VOCAB, dim=32, n_layers=2, n_heads=2, hidden_dim=64,
-                                      max_position_embeddings=64, num_labels=3)), 3, "input_ids", "attention_mask"),
-    "RoBERTa masked LM": lambda: _own_loss(transformers.RobertaForMaskedLM(transformers.RobertaConfig(
+                                      max_position_embeddings=64, num_labels=3,
+                                      **_off(dropout, "dropout", "attention_dropout", "seq_classif_dropout"))),
+        3, "input_ids", "attention_mask"),
+    "RoBERTa masked LM": lambda dropout: _own_loss(transformers.RobertaForMaskedLM(transformers.RobertaConfig(
         vocab_size=VOCAB, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=70))),
-    "Llama (RMSNorm, rotary, grouped-query attention)": lambda: _own_loss(transformers.LlamaForCausalLM(
+        max_position_embeddings=70, **_off(dropout, *BERT_DROPOUT)))),
+    "Llama (RMSNorm, rotary, grouped-query attention)": lambda dropout: _own_loss(transformers.LlamaForCausalLM(
         transformers.LlamaConfig(vocab_size=VOCAB, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64))),
-    "T5 (encoder-decoder)": lambda: _own_loss(transformers.T5ForConditionalGeneration(transformers.T5Config(
+                                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                 **_off(dropout, "attention_dropout")))),
+    "T5 (encoder-decoder)": lambda dropout: _own_loss(transformers.T5ForConditionalGeneration(transformers.T5Config(
         vocab_size=VOCAB, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_decoder_layers=1, num_heads=2,
-        decoder_start_token_id=0, pad_token_id=0))),
-    "ViT classifier": lambda: _classifier(transformers.ViTForImageClassification(transformers.ViTConfig(
+        decoder_start_token_id=0, pad_token_id=0, **_off(dropout, "dropout_rate")))),
+    "ViT classifier": lambda dropout: _classifier(transformers.ViTForImageClassification(transformers.ViTConfig(
         image_size=16, patch_size=4, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, num_labels=5)), 5, "pixel_values"),
+        intermediate_size=64, num_labels=5, **_off(dropout, *BERT_DROPOUT))), 5, "pixel_values"),
 }
 
 
-@pytest.mark.parametrize("name", MODELS)
-def test_a_downloaded_architecture_exports_with_its_defaults(name):
-    """Default configuration (dropout included: the check compares a twin without it), a padding mask where the
-    model takes one, the model's own loss where it computes one: the export's check holds every gradient to
-    PyTorch float64 on the example batch and on a smaller one."""
-    torch.manual_seed(0)
-    module, loss_fn, targets = MODELS[name]()
-    ids, mask = _padded(3, 8, 0)
+def _batch(name: str, targets, batch: int, length: int, seed: int) -> tuple[tuple, tuple]:
+    """(module args, loss args) for one of MODELS: padded token ids (images for ViT), their labels."""
     if name.startswith("ViT"):
-        example = ((torch.randn(3, 3, 16, 16),), targets(3))
-    elif targets is not None:
-        example = ((ids, mask), targets(3))
-    else:
-        labels = ids.masked_fill(mask == 0, -100)
-        if name.startswith("T5"):
-            labels = labels[:, :5].contiguous()  # T5 views its labels flat
-        example = ((ids, mask, labels), ())
+        images = torch.randn(batch, 3, 16, 16, generator=torch.Generator().manual_seed(seed))
+        return (images,), targets(batch)
+    ids, mask = _padded(batch, length, seed)
+    if targets is not None:
+        return (ids, mask), targets(batch)
+    labels = ids.masked_fill(mask == 0, -100)
+    if name.startswith("T5"):
+        labels = labels[:, :max(2, length - 3)].contiguous()  # T5 views its labels flat; decoder length its own
+    return (ids, mask, labels), ()
+
+
+def _axes(name: str, targets) -> tuple:
+    """The (batch, seq) axes of MODELS[name]'s arguments, named as export_training_step takes them."""
+    if name.startswith("ViT"):
+        return ({0: "batch"},), ({0: "batch"},)
+    if targets is not None:
+        return (AXES, AXES), ({0: "batch"},)
+    return (AXES, AXES, {0: "batch", 1: "labels_seq" if name.startswith("T5") else "seq"}), ()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_a_downloaded_architecture_trains_as_pytorch(name):
+    """Each architecture as its users call it (a padding mask, -100 labels and the model's own loss where it
+    computes one), dropout off so that the steps compare draw for draw: exported with (batch, seq) symbolic,
+    then three AdamW steps with clipping on batches and lengths other than the example's follow PyTorch eager."""
+    torch.manual_seed(0)
+    module, loss_fn, targets = MODELS[name](False)
+    torch.manual_seed(1)
+    batches = [_batch(name, targets, b, t, k) for k, (b, t) in enumerate(((3, 8), (2, 11), (4, 5)))]
+    worst, state, _ = _train_both(module, loss_fn, batches, _axes(name, targets))
+    assert worst < 1e-5 and state < STATE_TOLERANCE, (worst, state)
+
+
+@pytest.mark.parametrize("name", ["DistilBERT classifier", "RoBERTa masked LM"])
+def test_a_downloaded_architecture_exports_with_its_defaults(name, monkeypatch):
+    """Default configuration, dropout included (the check compares the step with its dropout kept off, made
+    from the exported graph: the module is traced once): the export's check holds every gradient to PyTorch
+    float64 on the example batch and on a smaller one."""
+    from lossops.training import export as export_module
+
+    traces = []
+    trace = export_module._trace
+    monkeypatch.setattr(export_module, "_trace", lambda *args: traces.append(args) or trace(*args))
+    torch.manual_seed(0)
+    module, loss_fn, targets = MODELS[name](True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        step = export_training_step(module, loss_fn, example, AdamW(lr=LR), max_grad_norm=1.0)
-    assert step.check is not None and len(step.check.batches) == 2, step.check
+        step = export_training_step(module, loss_fn, _batch(name, targets, 3, 8, 0), AdamW(lr=LR),
+                                    max_grad_norm=1.0)
+    assert step.check is not None and step.check.twin and len(step.check.batches) == 2, step.check
+    assert len(traces) == 1
     assert max(step.check.errors.values()) < 1e-5, step.check.errors

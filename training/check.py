@@ -8,7 +8,9 @@ fraction of the value's size (`FLOOR`). When a value fails, the exported graph i
 output exposed, beside the traced graph in PyTorch, and the first op whose values part names the culprit.
 
 Random ops cannot be compared draw for draw: a step whose graph draws random numbers (dropout) is checked as a
-twin traced with every dropout probability set to 0, which differs from the exported step only there.
+twin without dropout, which differs from the exported step only there: the exported graph with its dropout kept
+off (training/twin.py), or where the graph has no such twin, the step traced again with every dropout
+probability set to 0.
 Needs torch.
 """
 

@@ -11,6 +11,7 @@ buffers keep the module's state_dict names.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import warnings
 from collections.abc import Callable
@@ -40,6 +41,7 @@ from . import bfloat16, check  # noqa: E402
 from .check import StepCheck, Traced  # noqa: E402
 from .errors import explain  # noqa: E402
 from .joint import Joint, trace  # noqa: E402
+from .twin import without_dropout  # noqa: E402
 
 __all__ = ["TrainingStep", "export_training_step"]
 
@@ -236,6 +238,13 @@ def _verify(traced: Traced, joint: Joint, module, loss_fn, module_args: tuple, l
     """check.check on the traced step, or on its twin without dropout where it draws random numbers."""
     twin = bool(check.random_ops(traced.joint))
     if twin:
+        model = without_dropout(traced.model)
+        if model is not None:
+            try:
+                return check.check(dataclasses.replace(traced, model=model), module, loss_fn, module_args, loss_args,
+                                   joint.mutated, joint.trained, translation_table(), twin=True)
+            except check.StepCheckError:
+                pass  # a twin traced without dropout decides, and can name the op where the step parts from PyTorch
         with check.NoDropout():
             traced, _ = _trace(module, loss_fn, module_args, loss_args, module_state, traced.dims)
         left = check.random_ops(traced.joint)
