@@ -10,8 +10,12 @@ gradient is written otherwise, has no such twin here: the caller traces one inst
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from onnx import ModelProto, NodeProto, numpy_helper
+
+from ..opset import walk
 
 RANDOM = frozenset({"Dropout", "RandomUniform", "RandomUniformLike", "RandomNormal", "RandomNormalLike",
                     "Bernoulli", "Multinomial"})
@@ -21,12 +25,16 @@ def without_dropout(model: ModelProto) -> ModelProto | None:
     """A copy of `model` whose every Dropout keeps every element and whose dropout gradients are unscaled; None
     where the graph has no such twin (module docstring)."""
     graph = model.graph
-    if any(n.op_type in RANDOM and n.op_type != "Dropout" for n in graph.node) or any(
-            a.g.node or a.graphs for n in graph.node for a in n.attribute):  # a subgraph may hold a draw
+    nested = itertools.islice(walk.model_nodes(model), len(graph.node), None)  # nested graphs' and functions'
+    if any(n.op_type in RANDOM - {"Dropout"} for n in graph.node) or any(n.op_type in RANDOM for n in nested):
         return None
-    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-    constants.update({n.output[0]: numpy_helper.to_array(n.attribute[0].t) for n in graph.node
-                      if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"})
+    tensors = {t.name: t for t in graph.initializer}  # read only where a ratio or scale is looked up: the
+    tensors.update({n.output[0]: n.attribute[0].t for n in graph.node  # parameters are initializers too
+                    if n.op_type == "Constant" and n.attribute and n.attribute[0].name == "value"})
+
+    def constant(name: str) -> np.ndarray | None:
+        return numpy_helper.to_array(tensors[name]) if name in tensors else None
+
     readers: dict[str, list[tuple[int, NodeProto]]] = {}  # value -> (index, node) of each node reading it
     for k, n in enumerate(graph.node):
         for name in n.input:
@@ -37,7 +45,7 @@ def without_dropout(model: ModelProto) -> ModelProto | None:
     for k, node in enumerate(graph.node):
         if node.op_type != "Dropout":
             continue
-        ratio = constants.get(node.input[1]) if len(node.input) > 1 else None  # none given: 0.5, not the exporter's
+        ratio = constant(node.input[1]) if len(node.input) > 1 else None  # none given: 0.5, not the exporter's
         if ratio is None or ratio.size != 1:
             return None
         p = float(ratio.reshape(()))
@@ -51,7 +59,7 @@ def without_dropout(model: ModelProto) -> ModelProto | None:
                 return None
             for m, mul in readers.get(cast.output[0], []):
                 scale = [i for i in mul.input if i != cast.output[0]]
-                value = constants.get(scale[0]) if mul.op_type == "Mul" and len(scale) == 1 else None
+                value = constant(scale[0]) if mul.op_type == "Mul" and len(scale) == 1 else None
                 if value is None or value.size != 1 or not np.isclose(float(value.reshape(())), 1 / (1 - p),
                                                                       rtol=1e-6):
                     return None
