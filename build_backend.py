@@ -38,6 +38,12 @@ def wheel_arch() -> str | None:
     return arch if sys.platform == "linux" else None
 
 
+def wheel_levels() -> list[str]:
+    """LOSSOPS_WHEEL_LEVELS: some of the architecture's levels (names separated by spaces), for a build that needs
+    only those (CI: the levels its machine runs); empty for every level, as a release carries."""
+    return os.environ.get("LOSSOPS_WHEEL_LEVELS", "").split()
+
+
 def prebuilt() -> bool:
     """Whether a wheel built here carries the kernels' machine code."""
     return wheel_arch() is not None

@@ -1,9 +1,10 @@
 """The kernels' machine code, compiled when a wheel is built (ort_ext/machine_code/aot.py): pyproject.toml holds
 the rest.
 
-On Linux x86-64 and aarch64 the wheel carries one library per level of the architecture (machine_code.LEVELS)
-and is a platform wheel; LOSSOPS_WHEEL_ARCH=aarch64 builds the aarch64 wheel on x86-64 (a cross C compiler,
-library.compiler). Elsewhere, or with LOSSOPS_AOT=0, it is pure Python and the kernels need `lossops[jit]`.
+On Linux x86-64 and aarch64 the wheel carries one library per level of the architecture (machine_code.LEVELS, or
+the ones LOSSOPS_WHEEL_LEVELS names) and is a platform wheel; LOSSOPS_WHEEL_ARCH=aarch64 builds the aarch64 wheel
+on x86-64 (a cross C compiler, library.compiler). Elsewhere, or with LOSSOPS_AOT=0, it is pure Python and the
+kernels need `lossops[jit]`.
 Editable installs compile nothing here: numba compiles the kernels when first used.
 """
 
@@ -17,7 +18,7 @@ from setuptools.command.bdist_wheel import bdist_wheel
 from setuptools.command.build_py import build_py
 from setuptools.dist import Distribution
 
-from build_backend import prebuilt, wheel_arch
+from build_backend import prebuilt, wheel_arch, wheel_levels
 
 
 class BuildWithKernels(build_py):
@@ -33,7 +34,8 @@ class BuildWithKernels(build_py):
         build_lib = Path(self.build_lib).resolve()  # the built package: its sources are what gets stamped
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(build_lib), os.environ.get("PYTHONPATH", "")]))
         subprocess.run([sys.executable, "-m", "lossops.ort_ext.machine_code.aot",
-                        str(build_lib / "lossops/ort_ext/machine_code/prebuilt"), "--arch", wheel_arch()],
+                        str(build_lib / "lossops/ort_ext/machine_code/prebuilt"), "--arch", wheel_arch(),
+                        *(["--levels", *wheel_levels()] if wheel_levels() else [])],
                        env=env, check=True, cwd=build_lib)
 
 

@@ -1,3 +1,4 @@
+import re
 import sys
 import threading
 import time
@@ -9,27 +10,40 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests import their helpers as 
 
 from record import MAX_ULPS
 
-# Slow tests that CI leaves out (its 30 minutes on 2 cores hold the wheels' builds, the suites and the emulated
-# aarch64 runs): each takes a minute or more there, and CI runs another test of the same kind. They carry the
-# mark `long` besides `slow`; `pytest -m long` runs them, as before a release.
+# Slow tests that CI leaves out (its 30 minutes on 2 cores hold the x86-64 wheel's build, both suites and the C
+# host): each costs CI a minute or more, or repeats what another test of its kind in CI shows. They carry the mark
+# `long` besides `slow`; `pytest -m long` (or `.ci/run --full`) runs them, as before a release. Names (a `*` in
+# one stands for any text), and why CI can leave them out.
 LONG = {
     "test_other_consumers_pass_the_suite_but_their_declared_limits[tvm]":
         "TVM compiles each case's model: 5 minutes (OpenVINO, tract and the rest run)",
-    **{f"test_other_consumers_pass_the_suite_but_their_declared_limits[opset{v}]": "opset13 and 23 run"
-       for v in (17, 18, 22)},
+    **{f"test_other_consumers_pass_the_suite_but_their_declared_limits[opset{v}]": "opset13 runs"
+       for v in (17, 18, 22, 23)},
+    "test_other_consumers_pass_the_suite_but_their_declared_limits[onnxsim]": "onnxoptimizer's runs",
+    "test_model_rewriting_tools_keep_every_form_running[onnxsim-*]": "onnxoptimizer's run",
     "test_exported_step_follows_pytorch[LSTM, 2 layers]": "the LSTM workload trains as PyTorch",
     "test_exported_step_follows_pytorch[GRU, 2 layers]": "the LSTM workload trains as PyTorch",
+    "test_exported_step_follows_pytorch[* none]": "each loss's mean runs (its none and sum: -m long)",
+    "test_exported_step_follows_pytorch[* sum]": "each loss's mean runs (its none and sum: -m long)",
+    "test_workload_trains_as_pytorch[LSTM*]": "the catalogue's layers run, and three workloads",
+    "test_workload_trains_as_pytorch[transformer*]": "the catalogue's layers run, and three workloads",
+    "test_workload_trains_as_pytorch[ResNet*]": "the catalogue's layers run, and three workloads",
     "test_bert_classifier_with_padding_and_token_types_trains_as_pytorch": "GPT-2's runs",
-    **{f"test_a_downloaded_architecture_trains_as_pytorch[{name}]": "GPT-2's and Llama's run"
-       for name in ("DistilBERT classifier", "RoBERTa masked LM", "T5 (encoder-decoder)", "ViT classifier")},
+    "test_a_downloaded_architecture_trains_as_pytorch[*]": "GPT-2's runs, and DistilBERT's export with its defaults",
     "test_a_downloaded_architecture_exports_with_its_defaults[RoBERTa masked LM]": "DistilBERT's runs",
+    "test_torch_compile_is_a_runner_of_the_same_computation": "inductor compiles C++ for each case",
+    "test_sdist_builds_the_same_wheel": "CI builds its wheel from the sdist (.ci/wheel.sh)",
 }
+
+
+def long(name: str) -> bool:
+    return any(re.fullmatch(re.escape(pattern).replace(r"\*", ".*"), name) for pattern in LONG)
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items):
     for item in items:
-        if item.name in LONG:
+        if long(item.name):
             item.add_marker(pytest.mark.long)
 
 

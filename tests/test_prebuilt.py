@@ -75,12 +75,13 @@ def _outputs(kernels: str, path, **env_vars: str) -> dict[str, np.ndarray]:
 @pytest.mark.slow  # numba compiles operators for the comparison: minutes
 @needs_prebuilt
 def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tmp_path):
-    """Every level this CPU runs passes the suite (the best all of it; those below, its sample: each case form in
-    one element type, the types taking turns, since a level differs from another in the instructions its code
-    uses, which every form meets); the best computes JIT_COMPARED's cases bit for bit as numba's
-    JIT does, compiling for that level (NUMBA_CPU_NAME/FEATURES): for this host's own CPU model numba's JIT
-    rounds 15 float64 sums of the suite 1 ulp apart (LLVM's code for the model, not the level), and x86-64-v2
-    has no FMA (llvm.fmuladd rounds twice): the suite holds those to its tolerance."""
+    """Every level this CPU runs passes the suite's sample (each case form in one element type, the types taking
+    turns, since a level differs from another in the instructions its code uses, which every form meets; the
+    best level runs every case in tests/test_conformance.py, the checkout's kernels); the best computes
+    JIT_COMPARED's cases bit for bit as numba's JIT does, compiling for that level (NUMBA_CPU_NAME/FEATURES): for
+    this host's own CPU model numba's JIT rounds 15 float64 sums of the suite 1 ulp apart (LLVM's code for the
+    model, not the level), and x86-64-v2 has no FMA (llvm.fmuladd rounds twice): the suite holds those to its
+    tolerance."""
     from lossops.conformance import golden
 
     on_this_cpu = targets.cpu_levels()
@@ -90,9 +91,8 @@ def test_each_level_passes_the_suite_and_the_best_matches_the_jit_bit_for_bit(tm
     for level in _MANIFEST["levels"]:
         if level not in on_this_cpu:
             continue  # said in test_the_levels_this_cpu_runs
-        sample = "" if level == best else ", '--sample'"
         suite = _run("from lossops.cli import main; raise SystemExit(main(['conformance', '--backend', 'kernels', "
-                     f"'--failures-only'{sample}]))", kernels=level)
+                     "'--failures-only', '--sample']))", kernels=level)
         assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-2000:]
     jit = _outputs("jit", tmp_path / "jit.npz", NUMBA_CPU_NAME=best,
                    NUMBA_CPU_FEATURES=targets.llvm_features(best), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
