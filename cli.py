@@ -127,6 +127,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     if args.training:
         return _train_bench(args)
+    if args.transformers:
+        raise ValueError("--transformers is a workload of --training: lossops bench --training --transformers")
     if args.summary or args.markdown:
         from .bench import load_runs, report, summary
 
@@ -189,7 +191,7 @@ def _train_bench(args: argparse.Namespace) -> int:
 
     from .extras import require
 
-    require("torch", "the training benchmark", extra="train")
+    require("torch", "the training benchmark", extra="transformers" if args.transformers else "train")
     from .training import bench as train_bench
 
     logging.getLogger("torch").setLevel(logging.ERROR)
@@ -198,7 +200,12 @@ def _train_bench(args: argparse.Namespace) -> int:
     threads = args.threads[0] if args.threads else 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        rows = train_bench.bench(blocks=args.blocks, threads=threads, compile_torch=not args.quick)
+        if args.transformers:
+            require("transformers", "the transformers workload")
+            rows = train_bench.bench(steps=3, blocks=args.blocks, threads=threads, compile_torch=not args.quick,
+                                     problems=[train_bench.gpt2_small()])
+        else:
+            rows = train_bench.bench(blocks=args.blocks, threads=threads, compile_torch=not args.quick)
     print(json.dumps(rows, indent=1) if args.json else train_bench.table(rows, threads), end="")
     return 0
 
@@ -295,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="instead: six training workloads, ms per step in PyTorch eager, torch.compile and "
                        "onnxruntime (decomposition and kernels), one thread each unless --threads (needs "
                        "lossops[train]; --quick leaves torch.compile out)")
+    bench.add_argument("--transformers", action="store_true",
+                       help="with --training: GPT-2 small's real configuration from Hugging Face transformers (124M "
+                       "parameters; minutes to export; needs lossops[transformers])")
     bench.set_defaults(fn=_bench)
 
     conformance = verbs.add_parser(

@@ -13,7 +13,7 @@ from types import ModuleType
 
 # module -> the extra of lossops that installs it (pyproject.toml's [project.optional-dependencies])
 EXTRAS = {"numba": "jit", "torch": "torch", "onnxscript": "script", "matplotlib": "plot", "safetensors": "train",
-          "tqdm": "train"}
+          "tqdm": "train", "transformers": "transformers"}
 
 
 class MissingExtra(ImportError):

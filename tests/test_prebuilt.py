@@ -307,7 +307,8 @@ def test_a_damaged_install_is_refused_in_one_line_and_the_kernels_still_run(tmp_
     library's: the next level the CPU runs where the install has one (a wheel), then numba (here, with it), then
     the decomposition."""
     if damage == "another level" and len(_MANIFEST["levels"]) < 2:
-        pytest.skip("needs two levels in ort_ext/machine_code/prebuilt/ (a wheel's four; a checkout's tests build one)")
+        pytest.skip("needs two levels in ort_ext/machine_code/prebuilt/ (a release wheel's four, .ci/run --full; a "
+                    "checkout's tests and CI's wheel have one)")
     done = _run(_DAMAGED, str(tmp_path), damage)
     assert done.returncode == 0, done.stderr[-3000:]
     below = [level for level in targets.cpu_levels()[:-1] if level in _MANIFEST["levels"]]

@@ -97,7 +97,7 @@ def test_checkpoint_of_one_batch_size_trains_at_another(tmp_path):
 
 def test_named_sequence_axis():
     """A transformer tagger over (batch, seq): both axes named symbolic, the step trains on other lengths as
-    PyTorch. (A recurrent layer unrolls over time when traced: its sequence axis stays fixed, with a warning.)"""
+    PyTorch."""
 
     class Tagger(nn.Module):
         def __init__(self):
@@ -118,6 +118,11 @@ def test_named_sequence_axis():
     batches = [((torch.randn(b, t, 8),), (torch.randint(0, 3, (b, t)),)) for b, t in ((4, 6), (2, 9), (5, 3))]
     assert _follow(session, reference, SGD(lr=0.5).torch(reference.parameters()), F.cross_entropy, batches) < 1e-5
     assert _state_difference(session, reference) < 1e-5
+
+
+@pytest.mark.slow  # the unrolled export: half a minute
+def test_a_recurrent_layer_keeps_its_sequence_axis_fixed():
+    """A recurrent layer unrolls over time when traced: its sequence axis stays fixed, with a warning."""
     with pytest.warns(UserWarning, match="axis 1 of input_0 stays 6"):
         export_training_step(nn.LSTM(8, 4, batch_first=True), lambda o, t: F.mse_loss(o[0], t),
                              ((torch.randn(4, 6, 8),), (torch.randn(4, 6, 4),)), SGD(),

@@ -230,3 +230,17 @@ def test_a_downloaded_architecture_exports_with_its_defaults(name, monkeypatch):
     assert step.check is not None and step.check.twin and len(step.check.batches) == 2, step.check
     assert len(traces) == 1
     assert max(step.check.errors.values()) < 1e-5, step.check.errors
+
+
+def test_gpt2_small_at_real_size_is_a_training_bench_workload():
+    """`lossops bench --training --transformers`: GPT-2 small's real configuration (124M parameters) exports, passes
+    the export-time check and trains as PyTorch eager, on a short context for the test's time (the bench's own is 128
+    tokens)."""
+    from lossops.training import bench
+
+    rows = bench.bench(steps=2, blocks=1, compile_torch=False, problems=[bench.gpt2_small(batch=2, context=16)])
+    (row,) = rows
+    assert row["workload"].startswith("GPT-2 small (124M parameters)") and row["export s"] > 0
+    assert set(row["ms"]) == {"PyTorch eager", "onnxruntime decomposition", "onnxruntime kernels"}
+    assert max(row["loss drift vs eager"].values()) < 1e-5, row
+    assert "| GPT-2 small" in bench.table(rows, 1)

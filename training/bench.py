@@ -1,7 +1,8 @@
-"""Six training workloads as their authors write them (`workloads`), and `lossops bench --training`: each trained
-in PyTorch eager, in torch.compile and in onnxruntime (the decomposition and the lossops kernels), one thread each
-and onnxruntime's spinning off, side by side in one process; the ms per step of each and how far onnxruntime's
-losses stray from eager's. tests/test_workloads.py holds the losses and final states to PyTorch."""
+"""Six training workloads as their authors write them (`workloads`), GPT-2 small as Hugging Face's users train it
+(`gpt2_small`), and `lossops bench --training`: each exported (timed), then trained in PyTorch eager, in
+torch.compile and in onnxruntime (the decomposition and the lossops kernels), one thread each and onnxruntime's
+spinning off, side by side in one process; the ms per step of each and how far onnxruntime's losses stray from
+eager's. tests/test_workloads.py holds the losses and final states to PyTorch."""
 
 from __future__ import annotations
 
@@ -152,6 +153,37 @@ def workloads() -> list[Problem]:
     return [ctr, encoder, resnet_problem, lstm, distill, head]
 
 
+def gpt2_small(batch: int = 2, context: int = 128) -> Problem:
+    """GPT-2 small's real configuration (124M parameters, random init) from Hugging Face transformers, trained as its
+    users write it: a padding attention mask (the second sequence's last quarter padded), labels -100 on the
+    padding, the model's own loss, AdamW with clipping; two batches, cycled."""
+    import torch
+    import transformers
+    from torch import nn
+
+    torch.manual_seed(0)
+    transformers.logging.set_verbosity_error()
+    model = transformers.GPT2LMHeadModel(transformers.GPT2Config())
+
+    class LanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids, mask, labels):
+            return self.model(input_ids=ids, attention_mask=mask, labels=labels).loss
+
+    def make(k: int) -> tuple[tuple, tuple]:
+        ids = torch.randint(0, model.config.vocab_size, (batch, context))
+        mask = torch.ones(batch, context, dtype=torch.long)
+        mask[1, context * 3 // 4:] = 0
+        return (ids, mask, ids.masked_fill(mask == 0, -100)), ()
+
+    return Problem(f"GPT-2 small (124M parameters), batch {batch} x {context} tokens, padding, its own loss",
+                   LanguageModel(), lambda loss: loss, [make(k) for k in range(2)], AdamW(lr=1e-4),
+                   max_grad_norm=1.0)
+
+
 def _threads(n: int):
     import onnxruntime
     import torch
@@ -164,10 +196,11 @@ def _threads(n: int):
     return options
 
 
-def bench(steps: int = 40, blocks: int = 5, threads: int = 1, compile_torch: bool = True) -> list[dict]:
-    """Per workload: ms per step of each runner (medians over `blocks` blocks of `steps` steps, the runners
-    alternated block by block after a warm-up), and the largest relative loss difference of onnxruntime's
-    decomposition against eager over the run."""
+def bench(steps: int = 40, blocks: int = 5, threads: int = 1, compile_torch: bool = True,
+          problems: list[Problem] | None = None) -> list[dict]:
+    """Per workload (`problems`, else the six `workloads`): the export's seconds, ms per step of each runner
+    (medians over `blocks` blocks of `steps` steps, the runners alternated block by block after a warm-up of
+    `steps` steps), and the largest relative loss difference of each runner against eager over the warm-up."""
     import torch
 
     from .export import export_training_step
@@ -175,10 +208,12 @@ def bench(steps: int = 40, blocks: int = 5, threads: int = 1, compile_torch: boo
 
     options = _threads(threads)
     rows = []
-    for problem in workloads():
+    for problem in problems or workloads():
         margs, largs = problem.batches[0]
+        began = time.perf_counter()
         step = export_training_step(problem.module, problem.loss_fn, (margs, largs), problem.optimizer,
                                     problem.max_grad_norm)
+        exported = time.perf_counter() - began
         arrays = [[a.numpy() for a in m + t] for m, t in problem.batches]
         runners: dict[str, Callable[[int], float]] = {}
         for name, compiled in (("PyTorch eager", False), ("torch.compile", True)):
@@ -198,8 +233,8 @@ def bench(steps: int = 40, blocks: int = 5, threads: int = 1, compile_torch: boo
                 times[name].append((time.perf_counter() - began) / steps)
         eager = np.array(losses["PyTorch eager"])
         drift = {name: float(np.max(np.abs(np.array(v) - eager) / np.abs(eager))) for name, v in losses.items()}
-        rows.append({"workload": problem.name, "ms": {n: statistics.median(t) * 1e3 for n, t in times.items()},
-                     "loss drift vs eager": drift})
+        rows.append({"workload": problem.name, "export s": exported,
+                     "ms": {n: statistics.median(t) * 1e3 for n, t in times.items()}, "loss drift vs eager": drift})
     torch.set_num_threads(torch.get_num_threads())
     return rows
 
@@ -222,8 +257,8 @@ def table(rows: list[dict], threads: int) -> str:
     lines = [f"ms per step, {threads} thread(s) each; each runner's time over PyTorch eager's in parentheses "
              "(above 1: slower than eager); loss drift: the largest relative difference of a runner's loss from "
              "eager's over the warm-up steps", "",
-             "| workload | " + " | ".join(names) + " | loss drift vs eager: torch.compile, onnxruntime |",
-             "|---|" + "---|" * (len(names) + 1)]
+             "| workload | export s | " + " | ".join(names) + " | loss drift vs eager: torch.compile, onnxruntime |",
+             "|---|---|" + "---|" * (len(names) + 1)]
     for row in rows:
         eager = row["ms"]["PyTorch eager"]
         cells = [f"{row['ms'][n]:.2f}" + ("" if n == "PyTorch eager" else f" ({row['ms'][n] / eager:.2f}x)")
@@ -231,7 +266,8 @@ def table(rows: list[dict], threads: int) -> str:
         drift = row["loss drift vs eager"]
         ours = max(v for n, v in drift.items() if n.startswith("onnxruntime"))
         theirs = f"{drift['torch.compile']:.1e}" if "torch.compile" in drift else "-"
-        lines.append(f"| {row['workload']} | " + " | ".join(cells) + f" | {theirs}, {ours:.1e} |")
+        lines.append(f"| {row['workload']} | {row['export s']:.1f} | " + " | ".join(cells)
+                     + f" | {theirs}, {ours:.1e} |")
     for name in names[1:]:
         speedups = [row["ms"]["PyTorch eager"] / row["ms"][name] for row in rows]
         lines.append(f"\n{name}: eager's time over its, geometric mean {math.exp(np.mean(np.log(speedups))):.2f}x, "
