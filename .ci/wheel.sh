@@ -3,11 +3,26 @@
 # kernels into it), auditwheel makes it a manylinux wheel, and the wheel goes into a fresh environment with its
 # base dependencies only (no numba): every verb runs from another directory, with the package read-only and
 # HOME unset, and four processes start at once. The wheel's libraries are copied into the checkout
-# (ort_ext/machine_code/prebuilt/) once it is installed, where tests/test_prebuilt.py holds each level to the JIT
+# (ort_ext/machine_code/prebuilt/) as soon as it is built, where tests/test_prebuilt.py holds each level to the JIT
 # and the conformance suite: after the file $WHEEL_COPY_AFTER exists where that is set (CI: after quick start 1, which
 # must find no machine code), and then the file $WHEEL_COPIED is made where that is set.
 set -euo pipefail
 source "$(dirname "$0")/build_wheel.sh"  # sets root, work, tools and wheel
+# the machine code, straight from the wheel (the tests wait for it; the install below takes a minute)
+while [ -n "${WHEEL_COPY_AFTER:-}" ] && [ ! -e "$WHEEL_COPY_AFTER" ]; do sleep 2; done
+rm -rf "$root/ort_ext/machine_code/prebuilt"
+"$tools/python" - "$wheel" "$root/ort_ext/machine_code/prebuilt" <<'PY'
+import pathlib, sys, zipfile
+prefix, target = "lossops/ort_ext/machine_code/prebuilt/", pathlib.Path(sys.argv[2])
+with zipfile.ZipFile(sys.argv[1]) as wheel:
+    for name in wheel.namelist():
+        if name.startswith(prefix):
+            path = target / name.removeprefix(prefix)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(wheel.read(name))
+PY
+echo "the wheel's machine code copied to ort_ext/machine_code/prebuilt/ for the tests"
+if [ -n "${WHEEL_COPIED:-}" ]; then touch "$WHEEL_COPIED"; fi
 python3 -m venv "$work/env"
 "$work/env/bin/pip" install -q "$wheel"
 "$work/env/bin/python" - "$wheel" <<'PY'
@@ -34,12 +49,6 @@ run() {  # a verb must succeed, and print no traceback
   if grep -q Traceback err.txt; then cat err.txt; exit 1; fi
 }
 site=$("$work/env/bin/python" -c "import lossops, pathlib; print(pathlib.Path(lossops.__file__).parent)")
-while [ -n "${WHEEL_COPY_AFTER:-}" ] && [ ! -e "$WHEEL_COPY_AFTER" ]; do sleep 2; done
-rm -rf "$root/ort_ext/machine_code/prebuilt"
-cp -r "$site/ort_ext/machine_code/prebuilt" "$root/ort_ext/machine_code/prebuilt"
-chmod -R u+w "$root/ort_ext/machine_code/prebuilt"
-echo "the wheel's machine code copied to ort_ext/machine_code/prebuilt/ for the tests"
-if [ -n "${WHEEL_COPIED:-}" ]; then touch "$WHEEL_COPIED"; fi
 read_only() {  # the command with the package directory read-only and HOME unset; nothing may be written there
   touch "$work/marker"
   if unshare -m sh -c "mount --bind -o ro /tmp /tmp" 2> /dev/null; then

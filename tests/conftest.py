@@ -38,6 +38,14 @@ LONG = {
     "test_a_recurrent_layer_keeps_its_sequence_axis_fixed": "a transformer's named axes run",
     **{f"test_exported_step_follows_pytorch[{loss} mean]": "the fast suite trains it as its lossops nodes"
        for loss in ("mse_loss", "l1_loss", "smooth_l1_loss", "soft_margin_loss")},
+    "test_exported_step_follows_pytorch[TransformerEncoderLayer]": "MultiheadAttention and GPT-2's blocks run",
+    "test_model_rewriting_tools_keep_every_form_running[onnxoptimizer-cann]": "its functions form runs",
+    # a variant of a layer whose common form runs: AdaptiveAvgPool2d(1), MaxPool2d and AvgPool2d, the other two
+    # EmbeddingBags, a depthwise strided Conv2d, BatchNorm2d, cross entropy over (N, C, H, W)
+    **{f"test_exported_step_follows_pytorch[{variant}]": "the layer's common form runs" for variant in (
+        "AdaptiveAvgPool2d((3, 2)) of 7x5", "AdaptiveMaxPool2d", "AvgPool2d, ceil_mode, count_include_pad=False",
+        "EmbeddingBag sum, 2-D input", "EmbeddingBag max, padding_idx", "Conv2d, dilation", "BatchNorm1d",
+        "cross_entropy (N, C, d1, d2, d3)")},
 }
 
 
