@@ -16,7 +16,7 @@ import pathlib, sys, zipfile
 prefix, target = "lossops/ort_ext/machine_code/prebuilt/", pathlib.Path(sys.argv[2])
 with zipfile.ZipFile(sys.argv[1]) as wheel:
     for name in wheel.namelist():
-        if name.startswith(prefix):
+        if name.startswith(prefix) and not name.endswith("/"):  # files (a zip may list directories too)
             path = target / name.removeprefix(prefix)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(wheel.read(name))

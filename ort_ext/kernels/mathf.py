@@ -32,7 +32,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from .native import bits32, bits64, float32_of, float64_of, fmuladd, like, select, small_int_to
+from .native import bits32, bits64, float32_of, float64_of, fmuladd, like, product_error32, select, small_int_to
 
 getcontext().prec = 50
 _LN2 = Decimal(2).ln()
@@ -254,8 +254,7 @@ def log1p(u):
 
 @_inline
 def _product_error32(a, b, p):
-    # float32 factors have 24 bits each: their product is exact in float64
-    err = np.float32(np.float64(a) * np.float64(b) - np.float64(p))
+    err = product_error32(a, b, p)
     return select(abs(err) < abs(p), err, like(p, 0))  # 0 where p overflowed, is 0 or NaN
 
 

@@ -87,6 +87,44 @@ def machine_flag(builder: ir.IRBuilder, name: str, value: bool) -> ir.Value:
     return builder.load(flag)
 
 
+def hardware_fma(arch: str, features: str | None) -> bool:
+    """Whether the code numba compiles for `arch` with `features` (an LLVM feature string; None: this host's CPU)
+    has a fused multiply-add instruction: every aarch64 CPU does, x86-64 from x86-64-v3 (FMA3)."""
+    if arch != "x86_64":
+        return True
+    if features is not None:
+        return "+fma" in features.split(",")
+    from llvmlite import binding as llvm
+
+    return bool(llvm.get_host_cpu_features().get("fma"))
+
+
+FMA_FLAG = "lossops_hardware_fma"
+HARDWARE_FMA = hardware_fma(ARCH, numba.config.CPU_FEATURES)  # NUMBA_CPU_FEATURES where set
+
+
+@numba.njit
+def _product_error_in_float64(a, b, p):
+    return np.float32(np.float64(a) * np.float64(b) - np.float64(p))
+
+
+@intrinsic
+def product_error32(typingctx, a, b, p):
+    """a * b - p for float32 a, b, p, rounded once to float32: one fused multiply-add where the machine has one
+    (a machine flag), else in float64, where a float32 product is exact; the same bits either way."""
+    if not (a == b == p == types.float32):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ty = ir.FloatType()
+        fma = builder.module.declare_intrinsic("llvm.fma", [ty], ir.FunctionType(ty, [ty, ty, ty]))
+        fused = builder.call(fma, [args[0], args[1], builder.fneg(args[2])])
+        software = context.compile_internal(builder, _product_error_in_float64.py_func, sig, args)
+        return builder.select(machine_flag(builder, FMA_FLAG, HARDWARE_FMA), fused, software)
+
+    return types.float32(a, b, p), codegen
+
+
 def streaming_stores(arch: str) -> bool:
     """Whether the engine streams large outputs on `arch`: on x86-64 a non-temporal store writes a cache line
     without first reading it (a plain store's read-for-ownership makes a large output cost twice its bytes),

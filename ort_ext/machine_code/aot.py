@@ -128,9 +128,11 @@ def _for_every_level(levels: list[str]) -> None:
     def flags(name: str) -> dict[str, bool]:  # the machine flags (native.machine_flag) of a level
         arch, features = targets.LEVELS[name].arch, targets.llvm_features(name)
         return {halves.HARDWARE_HALF_FLAG: halves.hardware_half(arch, features),
-                native.STREAMING_FLAG: native.streaming_stores(arch)}
+                native.STREAMING_FLAG: native.streaming_stores(arch),
+                native.FMA_FLAG: native.hardware_fma(arch, features)}
 
-    this_process = {halves.HARDWARE_HALF_FLAG: halves.HARDWARE_HALF, native.STREAMING_FLAG: native.STREAMING_STORES}
+    this_process = {halves.HARDWARE_HALF_FLAG: halves.HARDWARE_HALF, native.STREAMING_FLAG: native.STREAMING_STORES,
+                    native.FMA_FLAG: native.HARDWARE_FMA}
 
     def set_flags(text: str, values: dict[str, bool]) -> str:
         for flag, value in values.items():
