@@ -39,6 +39,11 @@ LONG = {
     **{f"test_exported_step_follows_pytorch[{loss} mean]": "the fast suite trains it as its lossops nodes"
        for loss in ("mse_loss", "l1_loss", "smooth_l1_loss", "soft_margin_loss")},
     "test_exported_step_follows_pytorch[TransformerEncoderLayer]": "MultiheadAttention and GPT-2's blocks run",
+    # numba compiling in fresh processes, a minute each: quick start 1 compiles into a cache and loads from it, and
+    # the prebuilt level is held to the JIT bit for bit (tests/test_prebuilt.py)
+    **{name: "the JIT compiles and caches in quick start 1" for name in (
+        "test_damaged_compile_cache_entries_are_compiled_again",
+        "test_entries_compiled_by_different_processes_load_together", "test_read_only_package_and_no_home")},
     "test_model_rewriting_tools_keep_every_form_running[onnxoptimizer-cann]": "its functions form runs",
     # a variant of a layer whose common form runs: AdaptiveAvgPool2d(1), MaxPool2d and AvgPool2d, the other two
     # EmbeddingBags, a depthwise strided Conv2d, BatchNorm2d, cross entropy over (N, C, H, W)
@@ -56,7 +61,8 @@ def long(name: str) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before -m deselects
 def pytest_collection_modifyitems(items):
     for item in items:
-        if long(item.name):
+        if long(item.name):  # slow too, so that the fast suite leaves it out
+            item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.long)
 
 

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic, overload
 
-from .native import bits32, float32_of, machine_flag, select
+from .native import bits32, float32_of, has_feature, machine_flag, select
 from .targets import ARCH
 
 
@@ -83,13 +82,9 @@ def _bfloat_to_float(typingctx, b):
 
 
 def hardware_half(arch: str, features: str | None) -> bool:
-    """Whether float16 uses LLVM's half conversions when numba compiles for `arch` with `features` (an LLVM
-    feature string; None: this host's CPU). Every aarch64 CPU converts halves (ARMv8-A's FCVT)."""
-    if arch != "x86_64":
-        return True
-    if features is not None:
-        return "+f16c" in features.split(",")
-    return bool(llvm.get_host_cpu_features().get("f16c"))
+    """Whether float16 uses LLVM's half conversions when numba compiles for `arch` with `features`
+    (native.has_feature)."""
+    return has_feature(arch, features, "f16c")
 
 
 HARDWARE_HALF_FLAG = "lossops_hardware_half"

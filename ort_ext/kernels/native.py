@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numba
 import numpy as np
+from llvmlite import binding as llvm
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
@@ -87,16 +88,20 @@ def machine_flag(builder: ir.IRBuilder, name: str, value: bool) -> ir.Value:
     return builder.load(flag)
 
 
-def hardware_fma(arch: str, features: str | None) -> bool:
+def has_feature(arch: str, features: str | None, x86_feature: str) -> bool:
     """Whether the code numba compiles for `arch` with `features` (an LLVM feature string; None: this host's CPU)
-    has a fused multiply-add instruction: every aarch64 CPU does, x86-64 from x86-64-v3 (FMA3)."""
+    has the x86-64 feature `x86_feature` (f16c, fma); every aarch64 CPU has what those give (ARMv8-A's FCVT and
+    FMADD)."""
     if arch != "x86_64":
         return True
     if features is not None:
-        return "+fma" in features.split(",")
-    from llvmlite import binding as llvm
+        return f"+{x86_feature}" in features.split(",")
+    return bool(llvm.get_host_cpu_features().get(x86_feature))
 
-    return bool(llvm.get_host_cpu_features().get("fma"))
+
+def hardware_fma(arch: str, features: str | None) -> bool:
+    """Whether that code has a fused multiply-add instruction (x86-64 from x86-64-v3)."""
+    return has_feature(arch, features, "fma")
 
 
 FMA_FLAG = "lossops_hardware_fma"
