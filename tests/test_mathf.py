@@ -99,3 +99,35 @@ def test_special_values():
     assert got[0] == -np.inf and np.isnan(got[1]) and got[2] == np.inf and got[3] == 0
     _loop(mathf.log1p)(np.array([-1, -2, np.inf, 0], f32), got)
     assert got[0] == -np.inf and np.isnan(got[1]) and got[2] == np.inf and got[3] == 0
+
+
+@pytest.mark.parametrize("hardware_fma", [True, False], ids=["fused", "float64"])
+def test_a_float32_products_rounding_error_is_exact_either_way(hardware_fma, monkeypatch):
+    """product_error32 (a fused multiply-add where the machine has one, float64 elsewhere: native.FMA_FLAG)
+    against numpy's float64 of the exact product: the same float32 bits, products in the subnormals and past
+    the largest float included. Both branches are compiled here by setting the flag's value before numba
+    compiles (this host's own code takes one of them)."""
+    from lossops.ort_ext.kernels import native
+
+    if hardware_fma and not native.hardware_fma(native.ARCH, None):
+        pytest.skip("this CPU has no fused multiply-add: the float64 branch is the one it runs")
+    monkeypatch.setattr(native, "HARDWARE_FMA", hardware_fma)
+
+    @numba.njit(error_model="numpy")
+    def errors(a, b, out):
+        for i in range(a.size):
+            out[i] = native.product_error32(a[i], b[i], a[i] * b[i])
+
+    r = np.random.default_rng(0)
+    bits = r.integers(0, 2**32, size=(2, 400_000), dtype=np.uint64).astype(np.uint32)
+    a, b = bits.view(np.float32)
+    a[:1000], b[:1000] = np.float32(1e-20), r.uniform(-1e-18, 1e-18, 1000).astype(np.float32)  # subnormal products
+    a[1000:2000], b[1000:2000] = np.float32(3e19), r.uniform(-3e19, 3e19, 1000).astype(np.float32)  # past the max
+    with np.errstate(all="ignore"):
+        p = a * b
+        expected = (a.astype(np.float64) * b.astype(np.float64) - p.astype(np.float64)).astype(np.float32)
+    got = np.empty_like(a)
+    errors(a, b, got)
+    nan = np.isnan(expected)  # NaN inputs, inf * 0, inf - inf: NaN either way, its payload aside
+    assert np.array_equal(np.isnan(got), nan)
+    assert np.array_equal(got.view(np.uint32)[~nan], expected.view(np.uint32)[~nan])
