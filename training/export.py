@@ -37,6 +37,7 @@ from .optimizers import (
 
 torch = require("torch", "training-step export", extra="train")
 from ..converters.aten import translation_table  # noqa: E402
+from ..converters.torch import simplify  # noqa: E402
 from . import bfloat16, check  # noqa: E402
 from .check import StepCheck, Traced  # noqa: E402
 from .errors import explain  # noqa: E402
@@ -212,8 +213,9 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
         outputs = [f"buffer {n}" for n in joint.mutated] + ["loss"] + [f"grad {n}" for n in joint.trained]
         traced = Traced(joint.graph, None, arguments, outputs, joint.dims)
         program = torch.onnx.export(joint.graph, arguments, dynamo=True, custom_translation_table=translation_table(),
-                                    input_names=params + buffers + data, verbose=False,
+                                    input_names=params + buffers + data, verbose=False, optimize=False,
                                     dynamic_shapes=check.dynamic_shapes(traced))
+        simplify(program.model)  # the exporter's own optimize is quadratic in a step's size
     except Exception as e:
         if dims and any(dims):
             try:
