@@ -391,3 +391,34 @@ def test_every_pytorch_op_of_the_records_exports_as_its_node(op, name):
     assert {k: v.decode() if isinstance(v, bytes) else v for k, v in got.items()} == pytest.approx(attrs)
     assert len(nodes[0].input) == len(record.inputs)
     np.testing.assert_allclose(_run(model, tensors), Module()(*tensors).numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_simplify_cleans_an_exported_graph_as_the_exporter_does():
+    """converters.torch.simplify (what a training export runs instead of the exporter's optimize, whose
+    slices-to-Split rule is quadratic in the graph): the same values, and the graph the exporter's optimize makes
+    of it: constant arithmetic folded, two reshapes one, adding 0 gone."""
+    import onnx_ir as ir
+
+    from lossops.converters.torch import simplify
+
+    class Halves(torch.nn.Module):
+        def forward(self, x):
+            a, b = x[:, :4], x[:, 4:]
+            scale = torch.ones(8).sum() / 4  # constant arithmetic: folded
+            return (a * b).reshape(-1).reshape(2, -1) * scale + 0.0
+
+    x = torch.randn(3, 8)
+    program = torch.onnx.export(Halves(), (x,), dynamo=True, optimize=False, verbose=False)
+    before = program.model_proto
+    model = ir.serde.deserialize_model(before)
+    simplify(model)
+    after = ir.serde.serialize_model(model)
+    onnx.checker.check_model(after, full_check=True)
+    ops = [n.op_type for n in after.graph.node]
+    assert len(ops) < len(before.graph.node), ops
+    assert ops == ["Slice", "Slice", "Mul", "Reshape", "Mul"], ops
+    want = (Halves()(x)).numpy()
+    for proto in (before, after):
+        got = onnxruntime.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+            None, {proto.graph.input[0].name: x.numpy()})[0]
+        np.testing.assert_allclose(got, want, rtol=1e-6)
