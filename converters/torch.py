@@ -3,12 +3,15 @@ table for the aten loss ops. Needs the optional dependency `lossops[torch]`."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from onnx import ModelProto
 
 from .. import opset
 from ..extras import require
+
+if TYPE_CHECKING:
+    import onnx_ir
 
 torch = require("torch", "exporting from PyTorch")
 from .aten import translation_table  # noqa: E402
@@ -23,7 +26,7 @@ def export(module, args: tuple, **kwargs: Any) -> ModelProto:
     return opset.with_functions(program.model_proto)
 
 
-def simplify(model) -> None:
+def simplify(model: onnx_ir.Model) -> None:
     """Clean an exported `onnx_ir.Model` in place as `torch.onnx.export(optimize=True)` does (functions inlined,
     constants folded, onnxscript's node-by-node rewrite rules, common subexpressions and unused nodes removed), with
     fewer rules: not its slices-to-Split rule, whose matcher walks the whole graph once per Slice node, quadratic in
