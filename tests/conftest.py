@@ -33,8 +33,8 @@ LONG = {
     "test_a_downloaded_architecture_exports_with_its_defaults[RoBERTa masked LM]": "DistilBERT's runs",
     "test_torch_compile_is_a_runner_of_the_same_computation": "inductor compiles C++ for each case",
     "test_gpt2_small_at_real_size_is_a_training_bench_workload": "124M parameters: minutes",
-    "test_sdist_builds_the_same_wheel": "CI builds its wheel from the sdist (.ci/wheel.sh)",
-    "test_wheel_holds_exactly_the_package": "CI builds the wheel, installs it and runs every verb (.ci/wheel.sh)",
+    "test_wheel_and_sdist_hold_exactly_the_package":
+        "CI builds the wheel from the sdist, installs it and runs every verb (.ci/wheel.sh)",
     "test_a_recurrent_layer_keeps_its_sequence_axis_fixed": "a transformer's named axes run",
     **{f"test_exported_step_follows_pytorch[{loss} mean]": "the fast suite trains it as its lossops nodes"
        for loss in ("mse_loss", "l1_loss", "smooth_l1_loss", "soft_margin_loss")},

@@ -48,33 +48,26 @@ def _package_files() -> set[str]:
     return files
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory) -> Path:
+def test_wheel_and_sdist_hold_exactly_the_package(tmp_path):
     """The pure wheel (LOSSOPS_AOT=0): the file lists are the same, without the minutes of compiling the
-    machine code; .ci/wheel.sh builds the platform wheel and checks its libraries."""
-    out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+    machine code; .ci/wheel.sh builds the platform wheel and checks its libraries. `python -m build` makes the
+    wheel from the sdist, so the sdist must carry every package file too. One test for both: one build."""
+    done = subprocess.run([sys.executable, "-m", "build", "--outdir", str(tmp_path), str(ROOT)],
                           capture_output=True, text=True, timeout=600, env=dict(os.environ, LOSSOPS_AOT="0"))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "would be ignored" not in done.stdout + done.stderr  # setuptools' warning for data folders
-    return out
+    expected = _package_files()
 
-
-def test_wheel_holds_exactly_the_package(built):
-    (wheel,) = built.glob("*.whl")
+    (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     package = {n for n in names if not n.startswith("lossops-")}
-    expected = _package_files()
     assert package - expected == set(), "files in the wheel that git does not track in the package"
     assert expected - package == set(), "package files missing from the wheel: add them to package-data"
     assert any(n.endswith("cann_support.json") for n in package) and len(package) > 1000
     assert wheel.name.endswith("-py3-none-any.whl")
 
-
-def test_sdist_builds_the_same_wheel(built):
-    """`python -m build` makes the wheel from the sdist, so the sdist must carry every package file too."""
-    (sdist,) = built.glob("*.tar.gz")
+    (sdist,) = tmp_path.glob("*.tar.gz")
     with tarfile.open(sdist) as archive:
-        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
-    missing = {f.removeprefix("lossops/") for f in _package_files()} - names
+        in_sdist = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    missing = {f.removeprefix("lossops/") for f in expected} - in_sdist
     assert not missing, sorted(missing)[:10]
