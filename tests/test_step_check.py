@@ -200,3 +200,38 @@ def test_a_module_that_refuses_float64_is_checked_in_its_own_precision():
     torch.manual_seed(0)
     step = _export(Float32Only(), F.mse_loss, ((torch.randn(3, 4),), (torch.randn(3, 2),)), SGD())
     assert step.check.reference.startswith("the module's precision (it does not run in float64: AssertionError")
+
+
+def test_the_check_measures_differences_as_stated_where_values_are_not_finite():
+    """The check's two measures, against their definitions written element by element: the largest finite
+    magnitude, and the largest |got - want| where NaN matches NaN and an infinity the same infinity, and any
+    other non-finite pair is infinitely far apart (all finite, NaN, infinities, overflowing differences, empty)."""
+    from lossops.training.check import _difference, _largest
+
+    def largest(a):
+        return max((abs(v) for v in a.ravel().tolist() if np.isfinite(v)), default=0.0)
+
+    def difference(got, want):
+        def one(g, w):
+            if g == w or (np.isnan(g) and np.isnan(w)):
+                return 0.0
+            return abs(g - w) if np.isfinite(g) and np.isfinite(w) else np.inf
+        return max((one(g, w) for g, w in zip(got.ravel().tolist(), want.ravel().tolist(), strict=True)),
+                   default=0.0)
+
+    rng = np.random.default_rng(0)
+    specials = np.array([np.nan, np.inf, -np.inf, 1.7e308, -1.7e308, 0.0, -0.0])
+    for trial in range(300):
+        size = int(rng.integers(0, 6))
+        want = rng.standard_normal(size)
+        got = want + rng.standard_normal(size) * 10.0 ** rng.integers(-12, 2)
+        for a in (want, got):  # some trials all finite, others with specials in either or both
+            if trial % 3:
+                hit = rng.random(size) < 0.3
+                a[hit] = rng.choice(specials, int(hit.sum()))
+        if trial % 5 == 0:
+            got[:] = want  # equal, specials included
+        assert _largest(want) == largest(want)
+        with np.errstate(invalid="ignore", over="ignore"):
+            assert _difference(got, want) == difference(got, want), (got, want)
+    assert _difference(np.zeros(2), np.zeros(3)) == np.inf
