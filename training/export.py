@@ -41,7 +41,7 @@ from ..converters.torch import simplify  # noqa: E402
 from . import bfloat16, check  # noqa: E402
 from .check import StepCheck, Traced  # noqa: E402
 from .errors import explain  # noqa: E402
-from .joint import Joint, trace  # noqa: E402
+from .joint import Joint, exported_program, trace  # noqa: E402
 from .twin import without_dropout  # noqa: E402
 
 __all__ = ["TrainingStep", "export_training_step"]
@@ -212,9 +212,7 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
         arguments = tuple(module_state[n] for n in params + buffers) + module_args + loss_args
         outputs = [f"buffer {n}" for n in joint.mutated] + ["loss"] + [f"grad {n}" for n in joint.trained]
         traced = Traced(joint.graph, None, arguments, outputs, joint.dims)
-        program = torch.onnx.export(joint.graph, arguments, dynamo=True, custom_translation_table=translation_table(),
-                                    input_names=params + buffers + data, verbose=False, optimize=False,
-                                    dynamic_shapes=check.dynamic_shapes(traced))
+        program = _to_onnx(joint, arguments, params + buffers + data, check.dynamic_shapes(traced))
         simplify(program.model)  # the exporter's own optimize is quadratic in a step's size
     except Exception as e:
         if dims and any(dims):
@@ -233,6 +231,18 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
     # the functions are attached once, here: the check's session, the step and the gradient model carry them
     traced.model = opset.with_functions(bfloat16.in_float32(program.model_proto))
     return traced, joint
+
+
+def _to_onnx(joint: Joint, arguments: tuple, names: list[str], dynamic_shapes: tuple | None):
+    """torch.onnx.export of the joint graph (its own optimize off: converters.torch.simplify cleans it), handed
+    over as an ExportedProgram so that the exporter does not capture it again; where that fails, the graph itself,
+    captured by the exporter, whose failure is the one explained."""
+    options = dict(dynamo=True, custom_translation_table=translation_table(), input_names=names, verbose=False,
+                   optimize=False)
+    try:
+        return torch.onnx.export(exported_program(joint.graph), **options)
+    except Exception:  # a graph torch.export's verifier refuses, or one only its own capture makes exportable
+        return torch.onnx.export(joint.graph, arguments, dynamic_shapes=dynamic_shapes, **options)
 
 
 def _verify(traced: Traced, joint: Joint, module, loss_fn, module_args: tuple, loss_args: tuple,

@@ -19,6 +19,7 @@ Needs torch.
 from __future__ import annotations
 
 import contextlib
+import operator
 from dataclasses import dataclass
 
 from ..extras import require
@@ -171,3 +172,55 @@ def _distinct_outputs(joint, output) -> None:
         values.append(value)
     output.args = (tuple(values),)
     joint.recompile()
+
+
+def exported_program(joint) -> torch.export.ExportedProgram:
+    """`joint` (Joint.graph, untouched) as the ExportedProgram that torch.export would capture from it: its graph is
+    already ATen, functional and traced with the step's symbolic sizes, so capturing it again (one more trace, with
+    every symbolic size reasoned about anew) only costs time. Every input is a user input, in order; a tensor the
+    step captured becomes a lifted constant, as torch.export lifts it."""
+    import torch.utils._pytree as pytree
+    from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
+    from torch.export.graph_signature import (
+        ExportGraphSignature,
+        InputKind,
+        InputSpec,
+        OutputKind,
+        OutputSpec,
+        TensorArgument,
+    )
+
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(joint.graph, {}))
+    placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+    (output,) = [n for n in graph.nodes if n.op == "output"]
+    fake_mode = placeholders[0].meta["val"].fake_mode
+    constants, lifted, by_target = {}, [], {}
+    for node in [n for n in graph.nodes if n.op == "get_attr"]:
+        value = getattr(joint, node.target)
+        if not isinstance(value, torch.Tensor):
+            continue
+        if node.target not in by_target:  # one input per constant, however many nodes read it
+            with graph.inserting_before(placeholders[0]):
+                constant = by_target[node.target] = graph.placeholder(f"lifted_{node.target}")
+            constant.meta["val"] = fake_mode.from_tensor(value, static_shapes=True)
+            constants[constant.name] = value
+            lifted.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(constant.name), constant.name))
+        node.replace_all_uses_with(by_target[node.target])
+        graph.erase_node(node)
+    for node in graph.nodes:  # make_fx leaves the value of an element of a tuple result on the tuple's node only
+        if node.target is operator.getitem and "val" not in node.meta:
+            node.meta["val"] = node.args[0].meta["val"][node.args[1]]
+    outputs = list(output.args[0])
+    signature = ExportGraphSignature(
+        input_specs=lifted + [InputSpec(InputKind.USER_INPUT, TensorArgument(p.name), None) for p in placeholders],
+        output_specs=[OutputSpec(OutputKind.USER_OUTPUT, TensorArgument(o.name), None) for o in outputs])
+    shape_env = fake_mode.shape_env
+    symbols = {s for p in placeholders for d in p.meta["val"].shape if isinstance(d, torch.SymInt)
+               for s in d.node.expr.free_symbols}
+    ranges = {s: shape_env.var_to_range[s] for s in symbols} if shape_env else {}
+    calls = ModuleCallSignature(inputs=[], outputs=[], in_spec=pytree.tree_flatten((tuple(placeholders), {}))[1],
+                                out_spec=pytree.tree_flatten(tuple(outputs))[1])
+    module = torch.fx.GraphModule(joint, graph)
+    return torch.export.ExportedProgram(module, module.graph, signature, {}, ranges, [ModuleCallEntry("", calls)],
+                                        constants=constants)
