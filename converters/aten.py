@@ -11,9 +11,11 @@ Needs torch and onnxscript.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import inspect
+import logging
 from collections.abc import Callable
 
 from .. import opset
@@ -78,6 +80,34 @@ def translation_table() -> dict:
     _torchlib_listed_once()
     table = {_overload(name): translation(op, name) for op in opset.OPS.values() for name in op.torch}
     return table | {_overload(name): function for name, function in WRITTEN.items()}
+
+
+@functools.cache
+def decompositions() -> dict | None:
+    """The decompositions torch.onnx.export applies before it translates (PyTorch's, less the ops it translates,
+    translation_table's included): a graph traced with them leaves the exporter nothing to decompose, so it need
+    not trace the graph once more to do it. None where torch's internals differ."""
+    try:
+        from torch.onnx._internal.exporter import _decomp, _registration
+
+        with _quiet(_registration.__name__):  # the exporter says what it skips when it builds its own
+            registry = _registration.ONNXRegistry.from_torchlib()
+        for op, function in translation_table().items():
+            registry.register_op(op, function)
+        return _decomp.create_onnx_friendly_decomposition_table(set(_decomp.get_onnx_implemented_overloads(registry)))
+    except (ImportError, AttributeError, TypeError):
+        return None
+
+
+@contextlib.contextmanager
+def _quiet(name: str):
+    log = logging.getLogger(name)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)
 
 
 def _torchlib_listed_once() -> None:

@@ -169,6 +169,14 @@ WRITTEN["aten::adaptive_max_pool2d_backward"] = _adaptive_max_pool_backward(2)
 WRITTEN["aten::adaptive_max_pool3d_backward"] = _adaptive_max_pool_backward(3)
 
 
+@translates("aten::sym_numel")
+def sym_numel(self):
+    """The element count of a tensor of symbolic shape (PyTorch's decompositions of mean reductions' backward ask
+    for it). torch.onnx has no translation: its own decomposition pass traces the graph again, which turns it into
+    the product of the sizes, and a step traced with those decompositions skips that pass."""
+    return onnx_op.Size(self)
+
+
 @translates("aten::_native_batch_norm_legit_functional")
 def batch_norm_functional(input, weight, bias, running_mean, running_var, training: bool, momentum: float,
                           eps: float):

@@ -160,23 +160,25 @@ def test_captured_buffer_and_batchnorm_state():
 
 
 def test_the_joint_graph_reaches_the_exporter_without_a_second_capture(monkeypatch):
-    """The traced step goes to torch.onnx.export as an ExportedProgram: torch.export is never called (its capture
-    would trace the step once more), and the program carries what a capture would: symbolic batch (the check
+    """The traced step goes to torch.onnx.export as an ExportedProgram, already decomposed as the exporter
+    decomposes: neither torch.export nor the program's decomposition is called (each would trace the step once
+    more), and the program carries what a capture would: symbolic batch (the check
     runs the example and one a row shorter, every gradient held to PyTorch autograd on both), an op with a tuple
     result (BatchNorm), a constant the loss captures and reads twice (class weights, with ignore_index and label
-    smoothing)."""
+    smoothing), a mean whose decomposed gradient counts the elements of a tensor of symbolic shape (Huber's)."""
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(5, 4), torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
     weight = torch.tensor([0.5, 2.0, 1.0])
 
     def loss_fn(out, target):
         return (F.cross_entropy(out, target, weight=weight, ignore_index=1, label_smoothing=0.1)
-                + (out * weight).square().mean())
+                + (out * weight).square().mean() + F.huber_loss(out, torch.zeros_like(out), delta=0.7))
 
-    def no_capture(*args, **kwargs):
-        raise AssertionError("torch.export.export was called")
+    def no_trace(*args, **kwargs):
+        raise AssertionError("torch.export.export or ExportedProgram.run_decompositions was called")
 
-    monkeypatch.setattr(torch.export, "export", no_capture)
+    monkeypatch.setattr(torch.export, "export", no_trace)
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", no_trace)
     target = torch.tensor([0, 1, 2, 2, 1, 0])
     step = _quiet(export_training_step, net, loss_fn, ((torch.randn(6, 5),), (target,)))
     assert step.check.batches == ["the example batch", "the example batch cut to batch=5"]

@@ -80,11 +80,13 @@ def _train_both(module: nn.Module, loss_fn, batches: list[tuple[tuple, tuple]], 
 def test_gpt2_with_padding_and_ignored_labels_trains_as_pytorch(tmp_path, monkeypatch):
     """GPT-2's default (SDPA) attention with a padding mask, labels -100 on the padding, the shifted cross
     entropy in `loss_fn`; (batch, seq) symbolic; the tied embedding stays one parameter; a checkpoint loads back
-    into PyTorch. The step reaches the exporter as lossops' ExportedProgram, not through a second capture."""
-    def no_capture(*args, **kwargs):
-        raise AssertionError("torch.export.export was called")
+    into PyTorch. The step reaches the exporter as lossops' ExportedProgram, decomposed as the exporter decomposes,
+    without a second capture or decomposition."""
+    def no_trace(*args, **kwargs):
+        raise AssertionError("torch.export.export or ExportedProgram.run_decompositions was called")
 
-    monkeypatch.setattr(torch.export, "export", no_capture)
+    monkeypatch.setattr(torch.export, "export", no_trace)
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", no_trace)
     torch.manual_seed(0)
     config = transformers.GPT2Config(vocab_size=VOCAB, n_positions=64, n_embd=32, n_layer=2, n_head=2,
                                      resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)

@@ -36,7 +36,7 @@ from .optimizers import (
 )
 
 torch = require("torch", "training-step export", extra="train")
-from ..converters.aten import translation_table  # noqa: E402
+from ..converters.aten import decompositions, translation_table  # noqa: E402
 from ..converters.torch import simplify  # noqa: E402
 from . import bfloat16, check  # noqa: E402
 from .check import StepCheck, Traced  # noqa: E402
@@ -203,7 +203,7 @@ def _trace(module, loss_fn, module_args: tuple, loss_args: tuple, module_state: 
     data = _data_names(module_args, loss_args)
     try:
         with LossopsLosses():
-            joint = trace(module, loss_fn, module_args, loss_args, dims)
+            joint = trace(module, loss_fn, module_args, loss_args, dims, decompositions())
         for k, axis, size in joint.fixed:
             why = ("PyTorch takes an axis of size 0 or 1 as fixed: export with a larger example" if size < 2 else
                    "the module's code depends on that size")
@@ -240,7 +240,7 @@ def _to_onnx(joint: Joint, arguments: tuple, names: list[str], dynamic_shapes: t
     options = dict(dynamo=True, custom_translation_table=translation_table(), input_names=names, verbose=False,
                    optimize=False)
     try:
-        return torch.onnx.export(exported_program(joint.graph), **options)
+        return torch.onnx.export(exported_program(joint.graph, joint.decomposed), **options)
     except Exception:  # a graph torch.export's verifier refuses, or one only its own capture makes exportable
         return torch.onnx.export(joint.graph, arguments, dynamic_shapes=dynamic_shapes, **options)
 

@@ -44,16 +44,17 @@ class Joint:
     aliases: dict[str, str]
     dims: Dims
     fixed: list[tuple[int, int, int]]  # (data input, axis, size)
+    decomposed: bool  # traced with the exporter's decompositions: its graph holds only ops the exporter translates
 
 
-def trace(module, loss_fn, module_args: tuple, loss_args: tuple, dims: Dims | None = None) -> Joint:
-    """Trace `loss_fn(module(*module_args), *loss_args)` and its gradients (module docstring). `dims`, per data
-    input, names the axes to keep symbolic; a name of None takes the name of the first axis found equal to it,
-    or `<k>_<axis>`."""
+def trace(module, loss_fn, module_args: tuple, loss_args: tuple, dims: Dims | None = None,
+          decompositions: dict | None = None) -> Joint:
+    """Trace `loss_fn(module(*module_args), *loss_args)` and its gradients (module docstring), with
+    `decompositions` applied as it goes. `dims`, per data input, names the axes to keep symbolic; a name of None
+    takes the name of the first axis found equal to it, or `<k>_<axis>`."""
     from torch._functorch.aot_autograd import _aot_export_function
     from torch._subclasses.fake_tensor import FakeTensorMode
     from torch.func import functional_call
-    from torch.fx.experimental.proxy_tensor import make_fx
     from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
 
     parameters = dict(module.named_parameters())  # tied parameters once, under their first name
@@ -82,35 +83,45 @@ def trace(module, loss_fn, module_args: tuple, loss_args: tuple, dims: Dims | No
 
     fakes = [fakeify(t, d) for t, d in zip(data, dims, strict=True)]
     full = [*state.values(), *fakes]
-    trained: list[str] = []
-    graph = meta = None
-
-    def flat_joint(*args):
-        outputs, gradients = graph(args, [None] * (meta.num_outputs + meta.num_mutated_inp_runtime_indices))
-        kept = []
-        for name, value, grad in zip(names, args, gradients[:count], strict=False):
-            if isinstance(value, torch.Tensor) and value.requires_grad and grad is not None:
-                kept.append(grad)
-                if name not in trained:
-                    trained.append(name)
-        return *outputs, *kept
-
     modes = {m: m.training for m in module.modules()}
     module.train()  # the step is a training step (BatchNorm's batch statistics, dropout); the caller's mode returns
     try:
         with _equivalent_kernels():
-            graph, meta, _, _ = _aot_export_function(step, tuple(full), num_params_buffers=count, no_tangents=True,
-                                                     decompositions={}, trace_joint=True,
+            joint, meta, _, _ = _aot_export_function(step, tuple(full), num_params_buffers=count, no_tangents=True,
+                                                     decompositions=decompositions or {}, trace_joint=True,
                                                      dynamic_shapes=fake.shape_env is not None)
-            with fake:  # factory ops of symbolic size (an RNN's zero state) are traced, not run
-                joint = make_fx(flat_joint, record_module_stack=True)(*full)
     finally:
         for m, training in modes.items():
             m.train(training)
-    _distinct_outputs(joint, next(n for n in joint.graph.nodes if n.op == "output"))
+    trained = _flatten(joint, len(full), meta.num_outputs + meta.num_mutated_inp_runtime_indices, state)
     mutated = [names[i] for i in meta.mutated_inp_runtime_indices]
     symbolic, fixed = _resolve(fake.shape_env, fakes, dims)
-    return Joint(joint, list(parameters), list(buffers), mutated, trained, aliases, symbolic, fixed)
+    return Joint(joint, list(parameters), list(buffers), mutated, trained, aliases, symbolic, fixed,
+                 decompositions is not None)
+
+
+def _flatten(joint, inputs: int, outputs: int, state: dict) -> list[str]:
+    """aot_autograd's joint graph takes (`inputs`, tangents) and returns its `outputs` and then one gradient or None
+    per input: make it take the inputs and return the outputs and the gradients of the `state` (the first inputs)
+    that is trained (a frozen parameter's, a buffer's, the data's left out, and what only they needed). Returns
+    the trained names."""
+    joint.graph._codegen = torch.fx.graph.CodeGen()  # flat inputs and outputs instead of aot's nested lists
+    placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
+    output = next(n for n in joint.graph.nodes if n.op == "output")
+    values = list(output.args[0])
+    results, trained = values[:outputs], []
+    for (name, value), grad in zip(state.items(), values[outputs:], strict=False):
+        if value.requires_grad and grad is not None:
+            results.append(grad)
+            trained.append(name)
+    output.args = (tuple(results),)
+    joint.graph.eliminate_dead_code()
+    for tangent in placeholders[inputs:]:  # no_tangents: the loss's own gradient is 1, the graph does not read it
+        if tangent.users:
+            raise AssertionError(f"lossops: aot_autograd's joint graph reads its tangent {tangent.name}")
+        joint.graph.erase_node(tangent)
+    _distinct_outputs(joint, output)
+    return trained
 
 
 def _resolve(shape_env, fakes: list, dims: Dims) -> tuple[Dims, list[tuple[int, int, int]]]:
@@ -174,11 +185,20 @@ def _distinct_outputs(joint, output) -> None:
     joint.recompile()
 
 
-def exported_program(joint) -> torch.export.ExportedProgram:
+class _Decomposed(torch.export.ExportedProgram):
+    """A program traced with the exporter's decompositions: decomposing it again (one more trace) would give it
+    back unchanged."""
+
+    def run_decompositions(self, decomp_table=None, decompose_custom_triton_ops=False):
+        return self
+
+
+def exported_program(joint, decomposed: bool = False) -> torch.export.ExportedProgram:
     """`joint` (Joint.graph, untouched) as the ExportedProgram that torch.export would capture from it: its graph is
     already ATen, functional and traced with the step's symbolic sizes, so capturing it again (one more trace, with
     every symbolic size reasoned about anew) only costs time. Every input is a user input, in order; a tensor the
-    step captured becomes a lifted constant, as torch.export lifts it."""
+    step captured becomes a lifted constant, as torch.export lifts it. `decomposed`: the graph was traced with
+    the exporter's decompositions (Joint.decomposed), which the program then does not run again."""
     import torch.utils._pytree as pytree
     from torch.export.exported_program import ModuleCallEntry, ModuleCallSignature
     from torch.export.graph_signature import (
@@ -211,6 +231,8 @@ def exported_program(joint) -> torch.export.ExportedProgram:
     for node in graph.nodes:  # make_fx leaves the value of an element of a tuple result on the tuple's node only
         if node.target is operator.getitem and "val" not in node.meta:
             node.meta["val"] = node.args[0].meta["val"][node.args[1]]
+        if node.op == "call_function":  # a node outside every module (the backward's): the exporter warns for each
+            node.meta.setdefault("nn_module_stack", {})
     outputs = list(output.args[0])
     signature = ExportGraphSignature(
         input_specs=lifted + [InputSpec(InputKind.USER_INPUT, TensorArgument(p.name), None) for p in placeholders],
@@ -222,5 +244,5 @@ def exported_program(joint) -> torch.export.ExportedProgram:
     calls = ModuleCallSignature(inputs=[], outputs=[], in_spec=pytree.tree_flatten((tuple(placeholders), {}))[1],
                                 out_spec=pytree.tree_flatten(tuple(outputs))[1])
     module = torch.fx.GraphModule(joint, graph)
-    return torch.export.ExportedProgram(module, module.graph, signature, {}, ranges, [ModuleCallEntry("", calls)],
-                                        constants=constants)
+    kind = _Decomposed if decomposed else torch.export.ExportedProgram
+    return kind(module, module.graph, signature, {}, ranges, [ModuleCallEntry("", calls)], constants=constants)
