@@ -87,12 +87,13 @@ def decompositions() -> dict | None:
     """The decompositions torch.onnx.export applies before it translates (PyTorch's, less the ops it translates,
     translation_table's included): a graph traced with them leaves the exporter nothing to decompose, so it need
     not trace the graph once more to do it. None where torch's internals differ."""
+    table = translation_table()  # first: it makes the list of torchlib's functions once
     try:
         from torch.onnx._internal.exporter import _decomp, _registration
 
         with _quiet(_registration.__name__):  # the exporter says what it skips when it builds its own
             registry = _registration.ONNXRegistry.from_torchlib()
-        for op, function in translation_table().items():
+        for op, function in table.items():
             registry.register_op(op, function)
         return _decomp.create_onnx_friendly_decomposition_table(set(_decomp.get_onnx_implemented_overloads(registry)))
     except (ImportError, AttributeError, TypeError):
