@@ -134,8 +134,9 @@ def test_dropout_step_is_checked_without_dropout_and_its_mask_follows_pytorch():
 
 def test_the_twin_is_the_exported_graph_with_its_dropout_kept_off(monkeypatch):
     """The check's twin comes from the exported graph, not a second trace: each Dropout's ratio 0 and each
-    gradient's 1 / (1 - p) 1. Run in onnxruntime it computes PyTorch's loss and gradients without dropout; a
-    graph whose dropout gradient is scaled otherwise has no such twin (the check then traces one)."""
+    gradient's 1 / (1 - p) 1, the constants it no longer reads removed. Run in onnxruntime it computes
+    PyTorch's loss and gradients without dropout; a graph whose dropout gradient is scaled otherwise has no
+    such twin (the check then traces one)."""
     from lossops.training import export as export_module
     from lossops.training.twin import without_dropout
 
@@ -150,6 +151,8 @@ def test_the_twin_is_the_exported_graph_with_its_dropout_kept_off(monkeypatch):
     assert step.check.twin and step.check.worst <= 1e-5 and len(traces) == 1
     twin = without_dropout(step.gradient_model)
     assert twin is not None
+    read = {i for n in twin.graph.node for i in n.input}
+    assert [t.name for t in twin.graph.initializer if t.name not in read] == []  # onnxruntime warns of each
     feeds = {n: step.state[n] for n in step.parameters} | {"input_0": x.numpy(), "target_0": y.numpy()}
     got = InferenceSession(twin, mode="decomposition").run(None, feeds)
     reference = copy.deepcopy(net).eval()  # dropout off

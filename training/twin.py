@@ -42,6 +42,7 @@ def without_dropout(model: ModelProto) -> ModelProto | None:
     twin = ModelProto()
     twin.CopyFrom(model)
     new = twin.graph
+    replaced: set[str] = set()
     for k, node in enumerate(graph.node):
         if node.op_type != "Dropout":
             continue
@@ -51,6 +52,7 @@ def without_dropout(model: ModelProto) -> ModelProto | None:
         p = float(ratio.reshape(()))
         if not 0 <= p < 1:
             return None
+        replaced.add(node.input[1])
         new.node[k].input[1] = _constant(new, f"twin_ratio_{k}", np.zeros((), ratio.dtype))
         if len(node.output) < 2 or not node.output[1]:
             continue
@@ -64,8 +66,19 @@ def without_dropout(model: ModelProto) -> ModelProto | None:
                                                                       rtol=1e-6):
                     return None
                 position = list(mul.input).index(scale[0])
+                replaced.add(scale[0])
                 new.node[m].input[position] = _constant(new, f"twin_scale_{m}", np.ones((), value.dtype))
+    _drop_unread(new, replaced, twin)
     return twin
+
+
+def _drop_unread(graph, names: set[str], model: ModelProto) -> None:
+    """Remove the initializers among `names` that nothing reads any more (onnxruntime warns of each)."""
+    read = {i for n in walk.model_nodes(model) for i in n.input} | {o.name for o in graph.output}
+    kept = [t for t in graph.initializer if t.name not in names or t.name in read]
+    if len(kept) < len(graph.initializer):
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
 
 
 def _constant(graph, name: str, value: np.ndarray) -> str:
