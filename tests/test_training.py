@@ -24,7 +24,16 @@ from lossops.conformance.specs import draw
 from lossops.extras import MissingExtra
 from lossops.opset.spec import FITS
 from lossops.ort_ext import InferenceSession
-from lossops.training import SGD, Adam, AdamW, TrainingSession, export_training_step, load_into_torch, ort_training
+from lossops.training import (
+    SGD,
+    Adam,
+    AdamW,
+    StepExportError,
+    TrainingSession,
+    export_training_step,
+    load_into_torch,
+    ort_training,
+)
 from lossops.training.demo import problems, run
 
 logging.getLogger("torch").setLevel(logging.ERROR)
@@ -223,6 +232,64 @@ def test_optimizer_follows_torch_optim(optimizer, clip):
     for name, value in reference.state_dict().items():
         np.testing.assert_allclose(session.state_dict()[name], value.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_array_equal(session.state_dict()["0.bias"], net[0].bias.detach().numpy())
+
+
+def _ctc_batch(batch: int, seed: int) -> tuple[tuple, tuple]:
+    """A time-major batch of 9 steps, concatenated targets; the last sequence is too short for its targets (4
+    repeated labels need 7 steps, it has 5): only zero_infinity makes its loss finite."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(9, batch, 4, generator=g)
+    target_lengths = torch.randint(1, 4, (batch,), generator=g)
+    target_lengths[-1] = 4
+    input_lengths = torch.randint(7, 10, (batch,), generator=g)
+    input_lengths[-1] = 5
+    targets = torch.randint(1, 5, (int(target_lengths.sum()),), generator=g)
+    targets[-4:] = 3
+    return (x,), (targets, input_lengths, target_lengths)
+
+
+def test_ctc_loss_trains_as_pytorch():
+    """F.ctc_loss, which PyTorch's aten._ctc_loss cannot export (its intermediate's shape depends on the
+    lengths), exports as its recursion over time: concatenated targets, lengths as inputs, zero_infinity with an
+    alignment that cannot exist, the batch axis (1) and the targets' length symbolic; SGD steps on batches of
+    two sizes follow PyTorch's, loss and parameters."""
+    torch.manual_seed(0)
+    net = torch.nn.Linear(4, 5)
+
+    def loss_fn(out, targets, input_lengths, target_lengths):
+        return F.ctc_loss(F.log_softmax(out, 2), targets, input_lengths, target_lengths, zero_infinity=True)
+
+    batches = [_ctc_batch(3, 0), _ctc_batch(5, 1), _ctc_batch(3, 2)]
+    axes = (({1: "batch"},), ({0: "labels"}, {0: "batch"}, {0: "batch"}))
+    step = _quiet(export_training_step, net, loss_fn, batches[0], SGD(lr=0.5), dynamic_shapes=axes)
+    assert step.dims["input_0"] == {1: "batch"} and step.dims["target_0"] == {0: "labels"}
+    assert step.check.worst <= 1e-5
+    session = TrainingSession(step)
+    reference = copy.deepcopy(net)
+    optimizer = torch.optim.SGD(reference.parameters(), lr=0.5)
+    for module_args, loss_args in batches:
+        optimizer.zero_grad()
+        loss = loss_fn(reference(*module_args), *loss_args)
+        loss.backward()
+        optimizer.step()
+        got = session.step([a.numpy() for a in module_args + loss_args])
+        np.testing.assert_allclose(got, loss.item(), rtol=1e-5)
+    for name, value in reference.state_dict().items():
+        np.testing.assert_allclose(session.state_dict()[name], value.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_ctc_loss_outside_its_exportable_form_says_what_to_change():
+    """float16 log-probabilities are left to PyTorch's own op, which cannot be traced: the error says which
+    inputs the exportable form takes."""
+    net = torch.nn.Linear(4, 5)
+    lengths, targets = torch.tensor([9, 9, 9]), torch.tensor([[1, 2], [2, 3], [1, 1]])
+
+    def loss_fn(out, targets):
+        return F.ctc_loss(F.log_softmax(out, 2).half(), targets, lengths, torch.tensor([2, 2, 2]))
+
+    with pytest.raises(StepExportError, match="cast the log-probabilities to float32"):
+        _quiet(export_training_step, net, loss_fn, ((torch.randn(9, 3, 4),), (targets,)),
+               dynamic_shapes=(({1: "batch"},), ({0: "batch"},)))
 
 
 @pytest.mark.parametrize("mode", ["decomposition", "kernels"])

@@ -10,7 +10,8 @@ from pathlib import Path
 # an op's name without its overload -> lossops' advice
 ADVICE = {
     "aten._ctc_loss": "the CTC loss is a dynamic program over time whose intermediate shape depends on the "
-                      "lengths; lossops has no exportable form of it yet: compute it in PyTorch",
+                      "lengths; lossops' exportable form of F.ctc_loss takes float32 or float64 log-probabilities "
+                      "of shape (T, N, C) or (T, C) and integer lengths: cast the log-probabilities to float32",
     "aten.rrelu_with_noise_functional": "RReLU draws a random slope per element in training, which has no ONNX form; "
                              "LeakyReLU with the mean slope ((lower + upper) / 2) is the deterministic equivalent",
 }
