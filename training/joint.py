@@ -105,7 +105,7 @@ def _flatten(joint, inputs: int, outputs: int, state: dict) -> list[str]:
     per input: make it take the inputs and return the outputs and the gradients of the `state` (the first inputs)
     that is trained (a frozen parameter's, a buffer's, the data's left out, and what only they needed). Returns
     the trained names."""
-    joint.graph._codegen = torch.fx.graph.CodeGen()  # flat inputs and outputs instead of aot's nested lists
+    joint.graph.set_codegen(torch.fx.graph.CodeGen())  # flat inputs and outputs instead of aot's nested lists
     placeholders = [n for n in joint.graph.nodes if n.op == "placeholder"]
     output = next(n for n in joint.graph.nodes if n.op == "output")
     values = list(output.args[0])
@@ -228,7 +228,7 @@ def exported_program(joint, decomposed: bool = False) -> torch.export.ExportedPr
             lifted.append(InputSpec(InputKind.CONSTANT_TENSOR, TensorArgument(constant.name), constant.name))
         node.replace_all_uses_with(by_target[node.target])
         graph.erase_node(node)
-    for node in graph.nodes:  # make_fx leaves the value of an element of a tuple result on the tuple's node only
+    for node in graph.nodes:  # the trace may leave the value of an element of a tuple result on the tuple only
         if node.target is operator.getitem and "val" not in node.meta:
             node.meta["val"] = node.args[0].meta["val"][node.args[1]]
         if node.op == "call_function":  # a node outside every module (the backward's): the exporter warns for each
