@@ -272,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.set_defaults(fn=_doctor)
 
     bench = verbs.add_parser("bench", help="time the kernels against the decomposition, PyTorch and the roofline "
-                             "(--training: six training workloads against PyTorch eager and torch.compile)",
+                             "(--training: seven training workloads against PyTorch eager and torch.compile)",
                              description="Time every operator (1e3 to 1e7 elements, float32 and float16, reductions "
                              "none and mean) on the lossops kernels, on its decomposition in plain onnxruntime, and "
                              "in PyTorch eager and torch.compile when installed, all with the same threads, each in "
@@ -299,7 +299,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="instead: each prebuilt x86-64 level against numba's JIT, one thread (needs lossops[jit])")
     bench.add_argument("--plot", metavar="FILE.png", help="also plot GB/s per size (needs matplotlib)")
     bench.add_argument("--training", action="store_true",
-                       help="instead: six training workloads, ms per step in PyTorch eager, torch.compile and "
+                       help="instead: seven training workloads, ms per step in PyTorch eager, torch.compile and "
                        "onnxruntime (decomposition and kernels), one thread each unless --threads (needs "
                        "lossops[train]; --quick leaves torch.compile out)")
     bench.add_argument("--transformers", action="store_true",

@@ -234,15 +234,15 @@ def test_optimizer_follows_torch_optim(optimizer, clip):
     np.testing.assert_array_equal(session.state_dict()["0.bias"], net[0].bias.detach().numpy())
 
 
-def _ctc_batch(batch: int, seed: int) -> tuple[tuple, tuple]:
-    """A time-major batch of 9 steps, concatenated targets; the last sequence is too short for its targets (4
-    repeated labels need 7 steps, it has 5): only zero_infinity makes its loss finite."""
+def _ctc_batch(batch: int, seed: int, steps: int = 9) -> tuple[tuple, tuple]:
+    """A time-major batch of `steps` steps, concatenated targets; the last sequence is too short for its targets
+    (4 repeated labels need 7 steps, it has at most 5): only zero_infinity makes its loss finite."""
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(9, batch, 4, generator=g)
+    x = torch.randn(steps, batch, 4, generator=g)
     target_lengths = torch.randint(1, 4, (batch,), generator=g)
     target_lengths[-1] = 4
-    input_lengths = torch.randint(7, 10, (batch,), generator=g)
-    input_lengths[-1] = 5
+    input_lengths = torch.randint(max(1, steps - 2), steps + 1, (batch,), generator=g)
+    input_lengths[-1] = min(5, steps)
     targets = torch.randint(1, 5, (int(target_lengths.sum()),), generator=g)
     targets[-4:] = 3
     return (x,), (targets, input_lengths, target_lengths)
@@ -251,19 +251,21 @@ def _ctc_batch(batch: int, seed: int) -> tuple[tuple, tuple]:
 def test_ctc_loss_trains_as_pytorch():
     """F.ctc_loss, which PyTorch's aten._ctc_loss cannot export (its intermediate's shape depends on the
     lengths), exports as its recursion over time: concatenated targets, lengths as inputs, zero_infinity with an
-    alignment that cannot exist, the batch axis (1) and the targets' length symbolic; SGD steps on batches of
-    two sizes follow PyTorch's, loss and parameters."""
+    alignment that cannot exist, the time axis (0), the batch axis (1) and the targets' length symbolic; SGD
+    steps on batches of other sizes and lengths (one of a single step, where no alignment exists) follow
+    PyTorch's, loss and parameters."""
     torch.manual_seed(0)
     net = torch.nn.Linear(4, 5)
 
     def loss_fn(out, targets, input_lengths, target_lengths):
         return F.ctc_loss(F.log_softmax(out, 2), targets, input_lengths, target_lengths, zero_infinity=True)
 
-    batches = [_ctc_batch(3, 0), _ctc_batch(5, 1), _ctc_batch(3, 2)]
-    axes = (({1: "batch"},), ({0: "labels"}, {0: "batch"}, {0: "batch"}))
+    batches = [_ctc_batch(3, 0), _ctc_batch(5, 1, 14), _ctc_batch(3, 2, 1), _ctc_batch(2, 3, 6)]
+    axes = (({0: "time", 1: "batch"},), ({0: "labels"}, {0: "batch"}, {0: "batch"}))
     step = _quiet(export_training_step, net, loss_fn, batches[0], SGD(lr=0.5), dynamic_shapes=axes)
-    assert step.dims["input_0"] == {1: "batch"} and step.dims["target_0"] == {0: "labels"}
+    assert step.dims["input_0"] == {0: "time", 1: "batch"} and step.dims["target_0"] == {0: "labels"}
     assert step.check.worst <= 1e-5
+    assert sum(n.op_type == "Scan" for n in step.model.graph.node) == 2  # the recursion and its adjoint, once each
     session = TrainingSession(step)
     reference = copy.deepcopy(net)
     optimizer = torch.optim.SGD(reference.parameters(), lr=0.5)
@@ -276,6 +278,65 @@ def test_ctc_loss_trains_as_pytorch():
         np.testing.assert_allclose(got, loss.item(), rtol=1e-5)
     for name, value in reference.state_dict().items():
         np.testing.assert_allclose(session.state_dict()[name], value.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("reduction", "layout", "dtype"), [("none", "padded", torch.float64),
+                                                            ("sum", "unbatched", torch.float32),
+                                                            ("mean", "padded", torch.float32)])
+def test_ctc_loss_in_every_reduction_and_layout_exports_checked(reduction, layout, dtype):
+    """Padded targets (one row per sequence, padded with blanks), an unbatched sequence ((T, C) log-probabilities,
+    1-D targets), float64, per-sequence losses weighted: the export's check holds the step's gradients to
+    PyTorch's."""
+    torch.manual_seed(1)
+    net = torch.nn.Linear(4, 6).to(dtype)
+    g = torch.Generator().manual_seed(7)
+    if layout == "unbatched":
+        x, targets = torch.randn(10, 4, generator=g, dtype=dtype), torch.tensor([1, 1, 4])
+        lengths, target_lengths = torch.tensor(10), torch.tensor(3)
+    else:
+        x = torch.randn(10, 3, 4, generator=g, dtype=dtype)
+        targets = torch.tensor([[1, 2, 2, 5], [3, 3, 0, 0], [5, 4, 1, 0]])
+        lengths, target_lengths = torch.tensor([10, 8, 4]), torch.tensor([4, 2, 3])
+
+    def loss_fn(out, targets):
+        loss = F.ctc_loss(F.log_softmax(out, -1), targets, lengths, target_lengths, reduction=reduction)
+        return loss @ torch.linspace(0.5, 1.5, loss.numel(), dtype=dtype) if reduction == "none" else loss
+
+    step = _quiet(export_training_step, net, loss_fn, ((x,), (targets,)), SGD(lr=0.1), dynamic_shapes=None)
+    assert step.check.worst <= (1e-12 if dtype == torch.float64 else 1e-5), step.check.worst
+
+
+def test_ctc_recursion_backward_is_the_adjoint_of_its_forward():
+    """The two PyTorch ops the step's recursion is traced as: the backward op equals autograd through the
+    forward recursion written step by step, and finite differences (gradcheck), float64, with ended sequences,
+    states past their labels, skips and log(0) stand-ins in the table."""
+    from lossops.training import ctc
+
+    g = torch.Generator().manual_seed(3)
+    steps, batch, width = 7, 3, 9
+    never = ctc.NEVER
+    emit = -torch.rand(steps, batch, width, generator=g, dtype=torch.float64) * 3
+    emit[2, 1, 4] = never
+    alpha0 = torch.where(torch.arange(width) < 2, emit[0], never)
+    skip = torch.rand(batch, width, generator=g) > 0.5
+    mask = torch.rand(steps, batch, width, generator=g) > 0.2
+    weights = torch.randn(steps, batch, width, generator=g, dtype=torch.float64)
+
+    leaves = [emit.clone().requires_grad_(), alpha0.clone().requires_grad_()]
+    alpha, alphas = leaves[1], []
+    for t in range(steps):  # log-sum-exp as the max plus the log of a sum (torch.logsumexp's gradient at a sum
+        paths = ctc._paths(alpha, skip)  # of log(0) stand-ins is not the softmax: log 3 is absorbed)
+        top = paths.amax(0)
+        alpha = torch.where(mask[t], top + torch.log(torch.exp(paths - top).sum(0)) + leaves[0][t], alpha)
+        alphas.append(alpha)
+    (torch.stack(alphas) * weights).sum().backward()
+    got = torch.ops.lossops.ctc_alpha_backward(weights, torch.ops.lossops.ctc_alpha(emit, alpha0, skip, mask),
+                                               alpha0, skip, mask)
+    torch.testing.assert_close(got[0], leaves[0].grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got[1], leaves[1].grad, rtol=1e-12, atol=1e-12)
+    finite = (-torch.rand(steps, batch, width, generator=g, dtype=torch.float64)).requires_grad_()
+    start = torch.randn(batch, width, generator=g, dtype=torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(lambda e, a: torch.ops.lossops.ctc_alpha(e, a, skip, mask), (finite, start))
 
 
 def test_ctc_loss_outside_its_exportable_form_says_what_to_change():

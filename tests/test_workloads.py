@@ -1,4 +1,4 @@
-"""The six workloads of `lossops bench --training` (train_bench.py), as their authors write them: each exports
+"""The seven workloads of `lossops bench --training` (train_bench.py), as their authors write them: each exports
 (its own check passes) and trains in onnxruntime as in PyTorch eager on the same batches.
 
 Two implementations of a training run part ways as rounding differences grow, the faster the smaller the loss

@@ -1,4 +1,4 @@
-"""Six training workloads as their authors write them (`workloads`), GPT-2 small as Hugging Face's users train it
+"""Seven training workloads as their authors write them (`workloads`), GPT-2 small as Hugging Face's users train it
 (`gpt2_small`), and `lossops bench --training`: each exported (timed), then trained in PyTorch eager, in
 torch.compile and in onnxruntime (the decomposition and the lossops kernels), one thread each and onnxruntime's
 spinning off, side by side in one process; the ms per step of each and how far onnxruntime's losses stray from
@@ -20,7 +20,7 @@ from .optimizers import SGD, Adam, AdamW
 
 def workloads() -> list[Problem]:
     """CTR with EmbeddingBag, a transformer encoder, a ResNet with BatchNorm, an LSTM, distillation with KL, a
-    detection head with the focal loss: small sizes, four batches each, cycled."""
+    detection head with the focal loss, an acoustic model with CTC: small sizes, four batches each, cycled."""
     import torch
     import torch.nn.functional as F
     from torch import nn
@@ -150,7 +150,33 @@ def workloads() -> list[Problem]:
 
     head = Problem("detection head: focal loss + smooth L1", Head(), detection, batches(detection_batch),
                    Adam(lr=1e-3))
-    return [ctr, encoder, resnet_problem, lstm, distill, head]
+
+    # 7: speech: a convolutional acoustic model over 200 frames, CTC against label sequences of up to 50
+    classes, frames = 32, 200
+
+    class Acoustic(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Sequential(nn.Conv1d(classes, 64, 5, padding=2), nn.ReLU())
+            self.out = nn.Linear(64, classes)
+
+        def forward(self, features):  # (N, features, T) -> time-major log-probabilities (T, N, classes)
+            return F.log_softmax(self.out(self.conv(features).permute(2, 0, 1)), 2)
+
+    def speech_batch(k):
+        lengths = torch.randint(30, 51, (16,))
+        labels = torch.randint(1, classes, (16, 50))
+        frame = torch.arange(frames)
+        spoken = torch.where((frame % 4 < 3) & (frame < 4 * lengths.unsqueeze(1)), labels[:, frame // 4 % 50], 0)
+        features = F.one_hot(spoken, classes).float().transpose(1, 2) * 2 + torch.randn(16, classes, frames)
+        return (features,), (labels, 4 * lengths, lengths)  # each label 3 frames, then a blank one
+
+    def ctc(log_probs, labels, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, labels, input_lengths, target_lengths)
+
+    speech = Problem("speech: convolutional acoustic model, CTC", Acoustic(), ctc, batches(speech_batch),
+                     Adam(lr=3e-3))
+    return [ctr, encoder, resnet_problem, lstm, distill, head, speech]
 
 
 def gpt2_small(batch: int = 2, context: int = 128, dropout: bool = True) -> Problem:
@@ -201,7 +227,7 @@ def _threads(n: int):
 
 def bench(steps: int = 40, blocks: int = 5, threads: int = 1, compile_torch: bool = True,
           problems: list[Problem] | None = None) -> list[dict]:
-    """Per workload (`problems`, else the six `workloads`): the export's seconds, ms per step of each runner
+    """Per workload (`problems`, else the seven `workloads`): the export's seconds, ms per step of each runner
     (medians over `blocks` blocks of `steps` steps, the runners alternated block by block after a warm-up of
     `steps` steps), and the largest relative loss difference of each runner against eager over the warm-up."""
     import torch

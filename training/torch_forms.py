@@ -8,7 +8,7 @@ traced. PyTorch's own functions stay the reference: the export's check compares 
 - `F.multilabel_margin_loss`: PyTorch's decomposition of its forward counts the targets after the first -1,
   and torch.onnx uses it.
 - `F.ctc_loss`: `aten._ctc_loss`'s intermediate (its log-alpha table) has a shape that depends on the lengths'
-  values, which a trace cannot hold.
+  values, which a trace cannot hold; its form is in training/ctc.py.
 Needs torch.
 """
 
@@ -22,6 +22,8 @@ from ..extras import require
 torch = require("torch", "training-step export", extra="train")
 import torch.nn.functional as F  # noqa: E402
 from torch import Tensor  # noqa: E402
+
+from .ctc import ctc_loss  # noqa: E402
 
 
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, max_norm=None, norm_type=2.0,
@@ -97,56 +99,6 @@ def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, red
     if single:
         loss = loss.squeeze(0)
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
-
-
-def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
-             reduction: str = "mean", zero_infinity: bool = False) -> Tensor | None:
-    """F.ctc_loss as its forward recursion over time (Graves et al. 2006), unrolled over the time axis (a fixed
-    size, as a recurrent layer's), whose gradient autograd writes. log(0) is a large negative number rather than
-    -inf, so that no logsumexp of impossible paths puts NaN into the gradient; a loss that large is infinite."""
-    lengths = [torch.as_tensor(v) for v in (input_lengths, target_lengths)]
-    if any(v.dtype.is_floating_point or v.dim() > 1 for v in lengths) or log_probs.dim() not in (2, 3):
-        return None  # PyTorch refuses these: let it say why
-    if log_probs.dtype not in (torch.float32, torch.float64):
-        return None  # a narrower type's log(0) stand-in would be within reach of a long sequence's log-likelihood
-    single = log_probs.dim() == 2
-    lp = log_probs.unsqueeze(1) if single else log_probs  # (T, N, C)
-    steps, batch = lp.shape[0], lp.shape[1]
-    input_lengths, target_lengths = (v.reshape(batch).to(lp.device) for v in lengths)
-    if targets.dim() == 2 or (single and targets.dim() == 1):  # padded, one row per sequence
-        labels = targets.reshape(batch, -1)
-    else:  # concatenated: each sequence's labels from its offset, padded to the longest possible
-        offsets = torch.cumsum(target_lengths, 0) - target_lengths
-        labels = targets[(offsets.unsqueeze(1) + torch.arange(targets.shape[0])).clamp(max=targets.shape[0] - 1)]
-    width = 2 * labels.shape[1] + 1  # blank, label, blank, ..., label, blank
-    extended = torch.full((batch, width), blank, dtype=torch.int64)
-    extended[:, 1::2] = labels.to(torch.int64)
-    position = torch.arange(width)
-    valid = position < (2 * target_lengths + 1).unsqueeze(1)
-    skip = (position % 2 == 1) & (position >= 2)  # a label may follow the label before its blank if they differ
-    skip = skip & (extended != extended.roll(2, 1))
-    never = torch.finfo(lp.dtype).min / 4  # log(0); four of them still add up to a finite number
-    emit = lp.gather(2, extended.unsqueeze(0).expand(steps, batch, width)).clamp(min=never)  # (T, N, width)
-    pad = torch.full((batch, 1), never, dtype=lp.dtype)
-    alpha = torch.where(valid & (position < 2), emit[0], never)
-    for t in range(1, steps):
-        one = torch.cat([pad, alpha[:, :-1]], 1)
-        two = torch.where(skip, torch.cat([pad, pad, alpha[:, :-2]], 1), never)
-        paths = torch.stack([alpha, one, two])
-        top = paths.amax(0)
-        step = top + torch.log(torch.exp(paths - top).sum(0)) + emit[t]
-        alpha = torch.where(valid & (t < input_lengths).unsqueeze(1), step, alpha)
-    last = (2 * target_lengths).unsqueeze(1)
-    ends = torch.cat([alpha.gather(1, last), torch.where(last > 0, alpha.gather(1, (last - 1).clamp(min=0)), never)], 1)
-    top = ends.amax(1)
-    loss = -(top + torch.log(torch.exp(ends - top.unsqueeze(1)).sum(1)))
-    impossible = loss > -never / 2
-    loss = torch.where(impossible, 0.0 if zero_infinity else math.inf, loss)
-    if single:
-        loss = loss.squeeze(0)
-    if reduction == "mean":
-        return (loss / target_lengths.clamp(min=1).to(loss.dtype)).mean()
-    return loss.sum() if reduction == "sum" else loss
 
 
 FORMS = {F.embedding_bag: embedding_bag, F.gaussian_nll_loss: gaussian_nll_loss,
