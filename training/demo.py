@@ -150,7 +150,8 @@ def torch_step(problem: Problem, module, optimizer, k: int, forward=None) -> flo
 
     module_in, loss_in = problem.batches[k % len(problem.batches)]
     optimizer.zero_grad()
-    loss = problem.loss_fn((forward or module)(*module_in), *loss_in)
+    # `is None`, not `or`: torch.compile's module wrapper raises TypeError when asked its truth (its __len__)
+    loss = problem.loss_fn((module if forward is None else forward)(*module_in), *loss_in)
     loss.backward()
     if problem.max_grad_norm is not None:
         torch.nn.utils.clip_grad_norm_(module.parameters(), problem.max_grad_norm)
