@@ -294,9 +294,9 @@ def test_ctc_loss_in_every_reduction_and_layout_exports_checked(reduction, layou
         x, targets = torch.randn(10, 4, generator=g, dtype=dtype), torch.tensor([1, 1, 4])
         lengths, target_lengths = torch.tensor(10), torch.tensor(3)
     else:
-        x = torch.randn(10, 3, 4, generator=g, dtype=dtype)
-        targets = torch.tensor([[1, 2, 2, 5], [3, 3, 0, 0], [5, 4, 1, 0]])
-        lengths, target_lengths = torch.tensor([10, 8, 4]), torch.tensor([4, 2, 3])
+        x = torch.randn(10, 4, 4, generator=g, dtype=dtype)
+        targets = torch.tensor([[1, 2, 2, 5], [3, 3, 0, 0], [5, 4, 1, 0], [2, 0, 0, 0]])
+        lengths, target_lengths = torch.tensor([10, 8, 4, 0]), torch.tensor([4, 2, 3, 0])  # no frames, no labels
 
     def loss_fn(out, targets):
         loss = F.ctc_loss(F.log_softmax(out, -1), targets, lengths, target_lengths, reduction=reduction)
@@ -304,6 +304,30 @@ def test_ctc_loss_in_every_reduction_and_layout_exports_checked(reduction, layou
 
     step = _quiet(export_training_step, net, loss_fn, ((x,), (targets,)), SGD(lr=0.1), dynamic_shapes=None)
     assert step.check.worst <= (1e-12 if dtype == torch.float64 else 1e-5), step.check.worst
+
+
+@pytest.mark.parametrize("zero_infinity", [False, True])
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_ctc_form_is_pytorchs_ctc_loss_at_its_edges(reduction, zero_infinity):
+    """The exportable form, run eagerly in float64, against F.ctc_loss: loss and the logits' gradient (PyTorch's
+    gradient with respect to the log-probabilities assumes they come from log_softmax, so both are compared
+    through it) where a label repeats (a blank must separate the two) with and without the frames for it, with
+    no labels, with no frames (and no labels: a certain loss of 0), and with another blank."""
+    from lossops.training.ctc import ctc_loss
+
+    x = torch.randn(6, 1, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    cases = [([[2, 2, 2]], 5, 3, 0), ([[2, 2, 2]], 4, 3, 0), ([[1, 2]], 6, 0, 0), ([[1, 2]], 0, 0, 0),
+             ([[1, 2]], 0, 1, 0), ([[0, 1, 0]], 6, 3, 3), ([[1, 2, 3]], 6, 3, 0)]
+    for targets, frames, labels, blank in cases:
+        args = (torch.tensor(targets), torch.tensor([frames]), torch.tensor([labels]), blank, reduction, zero_infinity)
+        ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
+        want = F.ctc_loss(theirs.log_softmax(2), *args)
+        got = ctc_loss(ours.log_softmax(2), *args)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        if torch.isfinite(want).all():
+            want.sum().backward()
+            got.sum().backward()
+            torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-10, atol=1e-12)
 
 
 def test_ctc_recursion_backward_is_the_adjoint_of_its_forward():

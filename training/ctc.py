@@ -207,7 +207,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     skip = (position % 2 == 1) & (position >= 2)  # a label may follow the label before its blank if they differ
     skip = skip & (extended != extended.roll(2, 1))
     emit = lp.gather(2, extended.unsqueeze(0).expand(steps, batch, width)).clamp(min=NEVER)  # (T, N, width)
-    alpha0 = torch.where(valid & (position < 2), emit[0], NEVER)
+    started = (input_lengths > 0).unsqueeze(1)  # a sequence of no frames has no first state
+    alpha0 = torch.where(valid & (position < 2) & started, emit[0], NEVER)
     time = torch.arange(steps).reshape(-1, 1, 1)
     mask = valid & (time > 0) & (time < input_lengths.reshape(1, -1, 1))  # alphas[0] is alpha0
     alpha = torch.ops.lossops.ctc_alpha(emit, alpha0, skip, mask)[-1]
@@ -215,6 +216,7 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, 
     ends = torch.cat([alpha.gather(1, last), torch.where(last > 0, alpha.gather(1, (last - 1).clamp(min=0)), NEVER)], 1)
     top = ends.amax(1)
     loss = -(top + torch.log(torch.exp(ends - top.unsqueeze(1)).sum(1)))
+    loss = torch.where((input_lengths == 0) & (target_lengths == 0), 0.0, loss)  # no frames, no labels: certain
     impossible = loss > -NEVER / 2
     loss = torch.where(impossible, 0.0 if zero_infinity else math.inf, loss)
     if single:
