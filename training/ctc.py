@@ -34,9 +34,10 @@ NEVER = float(np.finfo(np.float32).min) / 4
 
 def _paths(alpha: Tensor, skip: Tensor) -> Tensor:
     """(3, N, W): the log-probabilities of the paths into each state from the step before: from the state itself,
-    from the one before it, and from two before it where the label may skip its blank."""
+    from the one before it, and from two before it, made impossible (NEVER added) where the label may not skip
+    its blank."""
     one = torch.nn.functional.pad(alpha, (1, 0), value=NEVER)[:, :-1]
-    two = torch.where(skip, torch.nn.functional.pad(alpha, (2, 0), value=NEVER)[:, :-2], NEVER)
+    two = torch.nn.functional.pad(alpha, (2, 0), value=NEVER)[:, :-2] + torch.where(skip, 0.0, NEVER)
     return torch.stack([alpha, one, two])
 
 
@@ -70,7 +71,6 @@ def ctc_alpha_backward(grad: Tensor, alphas: Tensor, alpha0: Tensor, skip: Tenso
         kept = torch.where(mask[t], g, 0.0)
         grad_emit[t] = kept
         share = kept * torch.softmax(_paths(alphas[t - 1] if t else alpha0, skip), 0)
-        share[2] = torch.where(skip, share[2], 0.0)
         later = (torch.where(mask[t], 0.0, g) + share[0] + torch.nn.functional.pad(share[1], (0, 1))[:, 1:]
                  + torch.nn.functional.pad(share[2], (0, 2))[:, 2:])
     return grad_emit, later
@@ -98,7 +98,8 @@ ctc_alpha.register_autograd(_backward, setup_context=_setup)
 # --- ONNX: each recursion a Scan over time, its body one step ----------------------------------------------
 # onnxscript functions (a Scan's outputs outnumber what a traced translation can take from one call); `never` is
 # an input, so that one function serves float32 and float64. Both bodies write the paths out: a function called
-# from a Scan body is not inlined by the exporter, and the model then fails ONNX's shape inference.
+# from a Scan body is not inlined by the exporter, and the model then fails ONNX's shape inference. What does
+# not change over time (the skip penalty) is computed before the Scan.
 
 _ctc = onnxscript.values.Opset("lossops.ctc", 1)
 # the exporter reads a function's inputs and outputs from its annotations, in typing's forms
@@ -108,14 +109,14 @@ Real = TypeVar("Real", bound=Union[FLOAT, DOUBLE])  # noqa: UP007
 @onnxscript.script(_ctc, default_opset=op)
 def CtcAlpha(emit: Real, alpha0: Real, skip: BOOL, mask: BOOL, never: Real) -> Real:
     """alphas of `ctc_alpha`: a Scan over emit and mask, alpha carried from alpha0."""
+    penalty = op.Where(skip, op.CastLike(0.0, never), never)
 
     @onnxscript.graph()
     def step(alpha, emit_t, mask_t):
-        one = op.Slice(op.Pad(alpha, op.Constant(value_ints=[0, 1, 0, 0]), never), op.Constant(value_ints=[0]),
-                       op.Constant(value_ints=[-1]), op.Constant(value_ints=[1]))
-        two = op.Slice(op.Pad(alpha, op.Constant(value_ints=[0, 2, 0, 0]), never), op.Constant(value_ints=[0]),
-                       op.Constant(value_ints=[-2]), op.Constant(value_ints=[1]))
-        two = op.Where(skip, two, never)
+        padded = op.Pad(alpha, op.Constant(value_ints=[0, 2, 0, 0]), never)
+        one = op.Slice(padded, op.Constant(value_ints=[1]), op.Constant(value_ints=[-1]), op.Constant(value_ints=[1]))
+        two = op.Add(op.Slice(padded, op.Constant(value_ints=[0]), op.Constant(value_ints=[-2]),
+                              op.Constant(value_ints=[1])), penalty)
         top = op.Max(alpha, one, two)
         total = op.Sum(op.Exp(op.Sub(alpha, top)), op.Exp(op.Sub(one, top)), op.Exp(op.Sub(two, top)))
         new = op.Where(mask_t, op.Add(op.Add(top, op.Log(total)), emit_t), alpha)
@@ -132,14 +133,17 @@ def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: B
     """(grad of emit, grad of alpha0) of `ctc_alpha_backward`: a Scan backwards in time over grad, the states
     before each step and mask, the gradient that later steps send back carried."""
     nothing = op.CastLike(0.0, never)
+    penalty = op.Where(skip, nothing, never)
+    width = op.Shape(alpha0, start=1, end=2)
+    one_end = op.Add(width, op.Constant(value_ints=[1]))  # the shares sent one state back end there, in `sent`
+    two_start = op.Add(width, op.Constant(value_ints=[2]))  # and those sent two back start here
 
     @onnxscript.graph()
     def step(later, grad_t, alpha, mask_t):
-        one = op.Slice(op.Pad(alpha, op.Constant(value_ints=[0, 1, 0, 0]), never), op.Constant(value_ints=[0]),
-                       op.Constant(value_ints=[-1]), op.Constant(value_ints=[1]))
-        two = op.Slice(op.Pad(alpha, op.Constant(value_ints=[0, 2, 0, 0]), never), op.Constant(value_ints=[0]),
-                       op.Constant(value_ints=[-2]), op.Constant(value_ints=[1]))
-        two = op.Where(skip, two, never)
+        padded = op.Pad(alpha, op.Constant(value_ints=[0, 2, 0, 0]), never)
+        one = op.Slice(padded, op.Constant(value_ints=[1]), op.Constant(value_ints=[-1]), op.Constant(value_ints=[1]))
+        two = op.Add(op.Slice(padded, op.Constant(value_ints=[0]), op.Constant(value_ints=[-2]),
+                              op.Constant(value_ints=[1])), penalty)
         top = op.Max(alpha, one, two)
         e0 = op.Exp(op.Sub(alpha, top))
         e1 = op.Exp(op.Sub(one, top))
@@ -147,11 +151,10 @@ def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: B
         g = op.Add(later, grad_t)
         kept = op.Where(mask_t, g, nothing)
         rate = op.Div(kept, op.Sum(e0, e1, e2))
-        from_one = op.Slice(op.Pad(op.Mul(rate, e1), op.Constant(value_ints=[0, 0, 0, 1])),
-                            op.Constant(value_ints=[1]), op.Constant(value_ints=[9223372036854775807]),
-                            op.Constant(value_ints=[1]))
-        from_two = op.Slice(op.Pad(op.Where(skip, op.Mul(rate, e2), nothing), op.Constant(value_ints=[0, 0, 0, 2])),
-                            op.Constant(value_ints=[2]), op.Constant(value_ints=[9223372036854775807]),
+        # the shares of the paths from one and two states back, returned to those states
+        sent = op.Pad(op.Concat(op.Mul(rate, e1), op.Mul(rate, e2), axis=1), op.Constant(value_ints=[0, 0, 0, 2]))
+        from_one = op.Slice(sent, op.Constant(value_ints=[1]), one_end, op.Constant(value_ints=[1]))
+        from_two = op.Slice(sent, two_start, op.Constant(value_ints=[9223372036854775807]),
                             op.Constant(value_ints=[1]))
         earlier = op.Sum(op.Where(mask_t, nothing, g), op.Mul(rate, e0), from_one, from_two)
         emit_grad = op.Identity(kept)
