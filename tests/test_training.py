@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import subprocess
 import sys
 import warnings
 
@@ -468,6 +469,16 @@ def test_missing_checkpoint_library_is_one_line(tmp_path, monkeypatch):
     with pytest.raises(MissingExtra, match=r"^saving training checkpoints needs safetensors, which is not "
                                            r"installed: pip install 'lossops\[train\]'$"):
         session.save(str(tmp_path / "x.safetensors"))
+
+
+def test_missing_onnxscript_is_one_line():
+    """torch installed without onnxscript (torch's exporter and lossops' translations need it): importing the
+    training export says which extra to install, in a fresh process where neither is imported yet."""
+    code = ("import sys; sys.modules['onnxscript'] = None\n"
+            "try:\n    import lossops.training.export\nexcept ImportError as e:\n    print(type(e).__name__, e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300).stdout
+    assert out.strip() == ("MissingExtra training-step export needs onnxscript, which is not installed: "
+                           "pip install 'lossops[train]'")
 
 
 def test_ort_training_gradient_definition():

@@ -16,16 +16,17 @@ from typing import Tuple, TypeVar, Union  # noqa: UP035
 
 import numpy as np
 import onnx
-import onnxscript
 from onnx import helper
-from onnxscript import BOOL, DOUBLE, FLOAT
-from onnxscript.onnx_opset import opset18 as op
 
-from ..converters.aten_ops import onnx_op, translates
 from ..extras import require
 
 torch = require("torch", "training-step export", extra="train")
+onnxscript = require("onnxscript", "training-step export", extra="train")
+from onnxscript import BOOL, DOUBLE, FLOAT  # noqa: E402
+from onnxscript.onnx_opset import opset18 as op  # noqa: E402
 from torch import Tensor  # noqa: E402
+
+from ..converters.aten_ops import onnx_op, translates  # noqa: E402
 
 # log(0): a quarter of float32's lowest, so that four of them still add up to a finite number, in float64 too
 # (torch.onnx writes a Python float as a float32 constant before it casts it: float64's lowest would be -inf)

@@ -36,6 +36,7 @@ from .optimizers import (
 )
 
 torch = require("torch", "training-step export", extra="train")
+require("onnxscript", "training-step export", extra="train")  # torch.onnx's exporter, lossops' translations
 from ..converters.aten import decompositions, translation_table  # noqa: E402
 from ..converters.torch import simplify  # noqa: E402
 from . import bfloat16, check  # noqa: E402
