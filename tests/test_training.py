@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import math
 import subprocess
 import sys
 import warnings
@@ -313,22 +314,51 @@ def test_ctc_form_is_pytorchs_ctc_loss_at_its_edges(reduction, zero_infinity):
     """The exportable form, run eagerly in float64, against F.ctc_loss: loss and the logits' gradient (PyTorch's
     gradient with respect to the log-probabilities assumes they come from log_softmax, so both are compared
     through it) where a label repeats (a blank must separate the two) with and without the frames for it, with
-    no labels, with no frames (and no labels: a certain loss of 0), and with another blank."""
+    no labels, with no frames (and no labels: a certain loss of 0), with another blank, and with classes whose
+    log-probability is -inf at every frame."""
     from lossops.training.ctc import ctc_loss
 
     x = torch.randn(6, 1, 4, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    cases = [([[2, 2, 2]], 5, 3, 0), ([[2, 2, 2]], 4, 3, 0), ([[1, 2]], 6, 0, 0), ([[1, 2]], 0, 0, 0),
-             ([[1, 2]], 0, 1, 0), ([[0, 1, 0]], 6, 3, 3), ([[1, 2, 3]], 6, 3, 0)]
-    for targets, frames, labels, blank in cases:
+    cases = [([[2, 2, 2]], 5, 3, 0, []), ([[2, 2, 2]], 4, 3, 0, []), ([[1, 2]], 6, 0, 0, []),
+             ([[1, 2]], 0, 0, 0, []), ([[1, 2]], 0, 1, 0, []), ([[0, 1, 0]], 6, 3, 3, []),
+             ([[1, 2, 3]], 6, 3, 0, []),
+             ([[1, 2]], 6, 2, 0, [3]),  # a class never emitted (log-probability -inf): still possible
+             ([[2, 1]], 6, 2, 0, [2]),  # a label never emitted: impossible
+             ([[1]], 6, 1, 0, [0, 1])]  # the blank and the label never emitted: log(0) at every step
+    for targets, frames, labels, blank, never in cases:
         args = (torch.tensor(targets), torch.tensor([frames]), torch.tensor([labels]), blank, reduction, zero_infinity)
-        ours, theirs = x.clone().requires_grad_(), x.clone().requires_grad_()
-        want = F.ctc_loss(theirs.log_softmax(2), *args)
+        logits = x.clone()
+        logits[:, :, never] = -math.inf
+        ours = logits.clone().requires_grad_()
+        want = F.ctc_loss(logits.log_softmax(2), *args)
         got = ctc_loss(ours.log_softmax(2), *args)
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
-        if torch.isfinite(want).all():
-            want.sum().backward()
+        # PyTorch's gradient is NaN where a log-probability is -inf: its limit is its gradient at a finite
+        # stand-in, where that gives the same loss
+        theirs = logits.nan_to_num(neginf=-1e4).requires_grad_()
+        stand_in = F.ctc_loss(theirs.log_softmax(2), *args)
+        if torch.isfinite(want).all() and torch.equal(stand_in, want):
+            stand_in.sum().backward()
             got.sum().backward()
             torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-10, atol=1e-12)
+
+
+def test_ctc_loss_of_impossible_emissions_stays_finite_in_float32():
+    """log(0) at every frame for the blank and the label (the classes masked to -inf), in float32: every step
+    would add log(0)'s stand-in to the impossible states, past float32's range after four (the loss was NaN);
+    they are floored at the stand-in, and zero_infinity gives 0, as PyTorch, gradients included."""
+    torch.manual_seed(2)
+    net = torch.nn.Linear(4, 4)
+    masked = torch.tensor([True, True, False, False])
+
+    def loss_fn(out, targets):
+        log_probs = F.log_softmax(out.masked_fill(masked, -math.inf), -1)
+        return F.ctc_loss(log_probs, targets, torch.tensor([8]), torch.tensor([3]), zero_infinity=True)
+
+    x, targets = torch.randn(8, 1, 4), torch.tensor([[1, 1, 1]])  # 7 states: the last ones overflow first
+    step = _quiet(export_training_step, net, loss_fn, ((x,), (targets,)), SGD(lr=0.1), dynamic_shapes=None)
+    assert step.check.worst == 0
+    assert TrainingSession(step).step([x.numpy(), targets.numpy()]) == 0
 
 
 def test_ctc_recursion_backward_is_the_adjoint_of_its_forward():
@@ -352,7 +382,8 @@ def test_ctc_recursion_backward_is_the_adjoint_of_its_forward():
     for t in range(steps):  # log-sum-exp as the max plus the log of a sum (torch.logsumexp's gradient at a sum
         paths = ctc._paths(alpha, skip)  # of log(0) stand-ins is not the softmax: log 3 is absorbed)
         top = paths.amax(0)
-        alpha = torch.where(mask[t], top + torch.log(torch.exp(paths - top).sum(0)) + leaves[0][t], alpha)
+        alpha = torch.where(mask[t], ctc._floored(top + torch.log(torch.exp(paths - top).sum(0)) + leaves[0][t]),
+                            alpha)
         alphas.append(alpha)
     (torch.stack(alphas) * weights).sum().backward()
     got = torch.ops.lossops.ctc_alpha_backward(weights, torch.ops.lossops.ctc_alpha(emit, alpha0, skip, mask),

@@ -42,13 +42,20 @@ def _paths(alpha: Tensor, skip: Tensor) -> Tensor:
     return torch.stack([alpha, one, two])
 
 
+def _floored(alpha: Tensor) -> Tensor:
+    """alpha, NEVER where it is below (and its gradient 0 there): impossible states stay at NEVER rather than
+    falling by NEVER with every log(0) emission until they overflow to -inf (and NaN)."""
+    return torch.where(alpha > NEVER, alpha, NEVER)
+
+
 @torch.library.custom_op("lossops::ctc_alpha", mutates_args=())
 def ctc_alpha(emit: Tensor, alpha0: Tensor, skip: Tensor, mask: Tensor) -> Tensor:
     """alphas (T, N, W) from alpha0, the state before the first step: alphas[t] = logsumexp(paths(alphas[t - 1]))
-    + emit[t] where mask[t], alphas[t - 1] elsewhere (a sequence that has ended, a state past its labels)."""
+    + emit[t], floored at NEVER, where mask[t], alphas[t - 1] elsewhere (a sequence that has ended, a state past
+    its labels)."""
     alpha, alphas = alpha0, []
     for t in range(emit.shape[0]):
-        alpha = torch.where(mask[t], torch.logsumexp(_paths(alpha, skip), 0) + emit[t], alpha)
+        alpha = torch.where(mask[t], _floored(torch.logsumexp(_paths(alpha, skip), 0) + emit[t]), alpha)
         alphas.append(alpha)
     return torch.stack(alphas)
 
@@ -62,14 +69,14 @@ def _(emit, alpha0, skip, mask):
 def ctc_alpha_backward(grad: Tensor, alphas: Tensor, alpha0: Tensor, skip: Tensor,
                        mask: Tensor) -> tuple[Tensor, Tensor]:
     """(grad of emit, grad of alpha0) from the gradient of every alphas[t]: the recursion's adjoint, backwards in
-    time. Where mask[t], alphas[t]'s gradient is emit[t]'s, and it reaches the paths into the state in
-    proportion to their probability (the log-sum-exp's softmax, recomputed from the state before); elsewhere it
-    reaches the state before's same state."""
+    time. Where mask[t], alphas[t]'s gradient is emit[t]'s (0 where it was floored at NEVER), and it reaches the
+    paths into the state in proportion to their probability (the log-sum-exp's softmax, recomputed from the state
+    before); elsewhere it reaches the state before's same state."""
     later = torch.zeros_like(alpha0)
     grad_emit = torch.zeros_like(alphas)
     for t in range(alphas.shape[0] - 1, -1, -1):
         g = later + grad[t]
-        kept = torch.where(mask[t], g, 0.0)
+        kept = torch.where(mask[t] & (alphas[t] > NEVER), g, 0.0)
         grad_emit[t] = kept
         share = kept * torch.softmax(_paths(alphas[t - 1] if t else alpha0, skip), 0)
         later = (torch.where(mask[t], 0.0, g) + share[0] + torch.nn.functional.pad(share[1], (0, 1))[:, 1:]
@@ -120,7 +127,7 @@ def CtcAlpha(emit: Real, alpha0: Real, skip: BOOL, mask: BOOL, never: Real) -> R
                               op.Constant(value_ints=[1])), penalty)
         top = op.Max(alpha, one, two)
         total = op.Sum(op.Exp(op.Sub(alpha, top)), op.Exp(op.Sub(one, top)), op.Exp(op.Sub(two, top)))
-        new = op.Where(mask_t, op.Add(op.Add(top, op.Log(total)), emit_t), alpha)
+        new = op.Where(mask_t, op.Max(op.Add(op.Add(top, op.Log(total)), emit_t), never), alpha)
         scanned = op.Identity(new)
         return new, scanned
 
@@ -132,7 +139,7 @@ def CtcAlpha(emit: Real, alpha0: Real, skip: BOOL, mask: BOOL, never: Real) -> R
 def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: BOOL,
                      never: Real) -> Tuple[Real, Real]:  # noqa: UP006
     """(grad of emit, grad of alpha0) of `ctc_alpha_backward`: a Scan backwards in time over grad, the states
-    before each step and mask, the gradient that later steps send back carried."""
+    before and after each step and mask, the gradient that later steps send back carried."""
     nothing = op.CastLike(0.0, never)
     penalty = op.Where(skip, nothing, never)
     width = op.Shape(alpha0, start=1, end=2)
@@ -140,7 +147,7 @@ def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: B
     two_start = op.Add(width, op.Constant(value_ints=[2]))  # and those sent two back start here
 
     @onnxscript.graph()
-    def step(later, grad_t, alpha, mask_t):
+    def step(later, grad_t, alpha, after, mask_t):
         padded = op.Pad(alpha, op.Constant(value_ints=[0, 2, 0, 0]), never)
         one = op.Slice(padded, op.Constant(value_ints=[1]), op.Constant(value_ints=[-1]), op.Constant(value_ints=[1]))
         two = op.Add(op.Slice(padded, op.Constant(value_ints=[0]), op.Constant(value_ints=[-2]),
@@ -150,7 +157,7 @@ def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: B
         e1 = op.Exp(op.Sub(one, top))
         e2 = op.Exp(op.Sub(two, top))
         g = op.Add(later, grad_t)
-        kept = op.Where(mask_t, g, nothing)
+        kept = op.Where(op.And(mask_t, op.Greater(after, never)), g, nothing)
         rate = op.Div(kept, op.Sum(e0, e1, e2))
         # the shares of the paths from one and two states back, returned to those states
         sent = op.Pad(op.Concat(op.Mul(rate, e1), op.Mul(rate, e2), axis=1), op.Constant(value_ints=[0, 0, 0, 2]))
@@ -163,8 +170,9 @@ def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: B
 
     axis = op.Constant(value_ints=[0])
     before = op.Concat(op.Unsqueeze(alpha0, axis), op.Slice(alphas, axis, op.Constant(value_ints=[-1]), axis), axis=0)
-    grad_alpha0, grad_emit = op.Scan(op.Mul(alpha0, nothing), grad, before, mask, body=step, num_scan_inputs=3,
-                                     scan_input_directions=[1, 1, 1], scan_output_directions=[1])
+    grad_alpha0, grad_emit = op.Scan(op.Mul(alpha0, nothing), grad, before, alphas, mask, body=step,
+                                     num_scan_inputs=4, scan_input_directions=[1, 1, 1, 1],
+                                     scan_output_directions=[1])
     return grad_emit, grad_alpha0
 
 
