@@ -15,8 +15,6 @@ import math
 from typing import Tuple, TypeVar, Union  # noqa: UP035
 
 import numpy as np
-import onnx
-from onnx import helper
 
 from ..extras import require
 
@@ -176,20 +174,14 @@ def CtcAlphaBackward(grad: Real, alphas: Real, alpha0: Real, skip: BOOL, mask: B
     return grad_emit, grad_alpha0
 
 
-def _never_of(value):
-    """NEVER, of an exporter value's element type."""
-    dtype = helper.tensor_dtype_to_np_dtype(int(value.dtype))
-    return onnx_op.Constant(value=onnx.numpy_helper.from_array(np.array(NEVER, dtype)))
-
-
 @translates("lossops::ctc_alpha")
 def ctc_alpha_onnx(emit, alpha0, skip, mask):
-    return CtcAlpha(emit, alpha0, skip, mask, _never_of(emit))
+    return CtcAlpha(emit, alpha0, skip, mask, onnx_op.CastLike(NEVER, emit))  # exact: NEVER is a float32
 
 
 @translates("lossops::ctc_alpha_backward")
 def ctc_alpha_backward_onnx(grad, alphas, alpha0, skip, mask):
-    return CtcAlphaBackward(grad, alphas, alpha0, skip, mask, _never_of(alphas))
+    return CtcAlphaBackward(grad, alphas, alpha0, skip, mask, onnx_op.CastLike(NEVER, alphas))
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths, target_lengths, blank: int = 0,
