@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .opset import OPS
-from .opset.spec import TENSOR_TYPES, Attribute
+from .opset.spec import INDEX_TYPE, TENSOR_TYPES, Attribute
 from .opset.versions import DOMAIN, VERSION
 
 
@@ -34,14 +34,16 @@ def operator_reference() -> str:
         "Generated from the operator records in `opset/ops/` and the conformance suite's cases by "
         "`lossops docs --write`; do not edit.",
         "",
-        f"Every tensor input and the output have type `T` in {types}; all tensors of one node share one `T`.",
+        f"Every tensor input and the output have type `T` in {types}; all tensors of one node share one `T`. "
+        f"The class indices of a class loss's `target` have type `I`, `{INDEX_TYPE}`.",
         "",
     ]
     for op in OPS.values():
         lines += [f"## {op.name}", "", op.summary, "", op.doc.rstrip(), "", "| name | kind | description |",
                   "|---|---|---|"]
         for i in op.inputs:
-            lines.append(f"| `{i.name}` | {'optional input' if i.optional else 'input'}, T | {i.doc} |")
+            lines.append(f"| `{i.name}` | {'optional input' if i.optional else 'input'}, {'I' if i.indices else 'T'} "
+                         f"| {i.doc} |")
         lines.append(f"| `{op.output.name}` | output, T | {op.output.doc} |")
         for a in op.attributes:
             allowed = ", ".join(f"`{v!r}`" for v in a.allowed) if a.enum else a.expectation().removeprefix("a ")
@@ -63,7 +65,8 @@ def operator_table() -> str:
     for op in OPS.values():
         inputs = ", ".join(i.name + ("?" if i.optional else "") for i in op.inputs)
         attributes = ", ".join(f"{a.name} ({values(a)})" for a in op.attributes)
-        output = ("broadcast shape" if op.output_shape == "full" else f"{op.output_shape}'s shape") + (
+        shape = "target's shape" if op.classes and op.reduces else "broadcast shape"
+        output = (shape if op.output_shape == "full" else f"{op.output_shape}'s shape") + (
             ", or a scalar" if op.reduces else "")
         lines.append(f"| {op.name} | {inputs} | {attributes} | {output} | {op.aclnn.api if op.aclnn else '-'} |")
     return "\n".join(lines) + "\n"

@@ -26,7 +26,9 @@ def _native_options() -> onnxruntime.SessionOptions:
 
 def native(model: ModelProto, inputs: list[np.ndarray]) -> np.ndarray:
     """The native custom-op library in a plain onnxruntime: what C, C++, Java, C# and Triton hosts load."""
-    session = onnxruntime.InferenceSession(model.SerializeToString(), _native_options(),
+    from ..ort_ext.session import for_native_library
+
+    session = onnxruntime.InferenceSession(for_native_library(model).SerializeToString(), _native_options(),
                                            providers=["CPUExecutionProvider"])
     return run_with_bfloat16(session, None, _feeds(model, inputs))[0]
 

@@ -47,6 +47,9 @@ def large_specs() -> list[Spec]:
     for k, shape in enumerate(((300, 1000), (3, 70001))):
         n, c = shape
         for op in opset.OPS.values():
+            if op.classes:
+                specs += _large_class_specs(op, n, c, r)
+                continue
             enums = {a.name: a.allowed[k % len(a.allowed)] for a in op.attributes if a.enum and a.name != "reduction"}
             suffix = "".join(f"_{name}{value}" for name, value in enums.items())
             for red in ("none", "mean"):
@@ -56,6 +59,22 @@ def large_specs() -> list[Spec]:
                 summed = n * c if op.reduces and red != "none" else 0
                 specs.append(Spec(f"{module_name(op.name)}_large_{n}x{c}_{red}{suffix}", op.name, inputs,
                                   {"reduction": red, **enums}, summed))
+    return specs
+
+
+def _large_class_specs(op, n: int, c: int, r: np.random.Generator) -> list[Spec]:
+    """A class loss at a large size: the classes on axis 1 (1000 or 70001 of them), a tenth of the rows
+    ignored, a weight per class."""
+    x, t = draw(r, op.inputs[op.principal].domain, (n, c)), r.integers(0, c, n)
+    t[::10] = -100
+    specs = []
+    for red in ("none", "mean"):
+        inputs = [grad(red, (n,), r) if i.name == "grad_output" else x if i.name == "input" else t
+                  if i.name == "target" else r.uniform(0.3, 2.0, c) for i in op.inputs]
+        reduced = n if op.reduces and red != "none" else 0
+        softmax = c if op.name.startswith("CrossEntropy") else 0  # each value is relative to a sum over the classes
+        specs.append(Spec(f"{module_name(op.name)}_large_{n}x{c}_{red}", op.name, inputs, {"reduction": red},
+                          max(reduced, softmax)))
     return specs
 
 
@@ -127,7 +146,7 @@ class Case:
     def expectation(self) -> tuple[np.ndarray, float, np.ndarray | float]:
         """(expected output, the oracle's own error, term magnitude) in float64: computed once per case, since
         tests hold several backends' outputs to it."""
-        inputs64 = [a.astype(np.float64) for a in self.inputs]
+        inputs64 = widened(self.inputs)
         return self.reference(inputs64), self.oracle_error(inputs64), self.magnitude(inputs64)
 
     def check(self, got: np.ndarray) -> tuple[bool, float, str]:
@@ -153,11 +172,21 @@ def node_model(op: str, inputs: list[np.ndarray | None], dtype: str, attrs: dict
     out_shape = infer(opset.get(op), {n: tuple(dims(n, a)) for n, a in feeds.items()}, opset.get(op).resolve(attrs))
     graph = helper.make_graph(
         [opset.make_node(op, names, ["output"], **attrs)], "case",
-        [helper.make_tensor_value_info(n, ELEM[dtype], dims(n, a)) for n, a in feeds.items()],
+        [helper.make_tensor_value_info(n, TensorProto.INT64 if a.dtype.kind == "i" else ELEM[dtype], dims(n, a))
+         for n, a in feeds.items()],
         [helper.make_tensor_value_info("output", ELEM[dtype], list(out_shape))],
     )
     model = helper.make_model(graph, opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
     return model, feeds
+
+
+def widened(inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Inputs as the oracles take them: values in float64, class indices as they are (int64)."""
+    return [a if a.dtype.kind == "i" else a.astype(np.float64) for a in inputs]
+
+
+def _array(a):
+    return None if a is None else np.asarray(a)
 
 
 def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
@@ -166,7 +195,8 @@ def spec_case(spec: Spec, dtype: str, symbolic: bool = False) -> Case:
     oracle = ops.module(spec.op).oracle
 
     with np.errstate(over="ignore"):  # huge values become inf in the narrow types: that is the case then
-        rounded = [None if a is None else np.asarray(a).astype(np_dtype(dtype)) for a in spec.inputs]
+        rounded = [None if a is None else a if a.dtype.kind == "i" else np.asarray(a).astype(np_dtype(dtype))
+                   for a in map(_array, spec.inputs)]
     model, feeds = node_model(spec.op, rounded, dtype, spec.attrs, symbolic)
     present = [k for k, a in enumerate(rounded) if a is not None]
     attrs = opset.get(spec.op).resolve(spec.attrs)

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 from onnx import ModelProto, helper, numpy_helper
 
-from .cases import Case, all_cases
+from .cases import Case, all_cases, widened
 from .tolerance import bounds
 
 # Not a Python identifier on purpose: setuptools would take each case folder for a namespace package and warn.
@@ -54,11 +54,11 @@ class Golden:
 
 def make(case: Case) -> Golden:
     """Compute the expected output of `case` with the oracle (needs torch)."""
-    reference = np.asarray(case.reference([a.astype(np.float64) for a in case.inputs]), np.float64)
+    reference = np.asarray(case.reference(widened(case.inputs)), np.float64)
     output_type = case.model.graph.output[0].type.tensor_type.elem_type
     with np.errstate(over="ignore"):
         expected = reference.astype(helper.tensor_dtype_to_np_dtype(output_type))
-    inputs64 = [a.astype(np.float64) for a in case.inputs]
+    inputs64 = widened(case.inputs)
     rtol, atol = bounds(case.dtype, case.summed, expected)
     # the oracle's own error, and (where the formula cancels) the relative bound applied to the terms' size
     # (over finite values: an infinite term belongs to an expected value that is itself infinite or NaN)

@@ -7,6 +7,7 @@ semantics in a runtime independent of onnxruntime and of the lossops kernels.
 
 from __future__ import annotations
 
+import numpy as np
 from onnx import helper
 from onnx.reference import ReferenceEvaluator
 from onnx.reference.op_run import OpRun
@@ -25,11 +26,14 @@ class _LossopsOp(OpRun):
         elem_type = helper.np_dtype_to_tensor_dtype(first.dtype)
         given = list(inputs) + [None] * (len(op.inputs) - len(inputs))
         names = [i.name if a is not None else "" for i, a in zip(op.inputs, given, strict=True)]
-        feeds = {n: a for n, a in zip(names, given, strict=True) if n}
+        # copies: onnx 1.23's reference Softmax returns an empty input itself, and LogSoftmax then takes its log in
+        # place, which fails on a read-only one (a stored golden's)
+        feeds = {n: np.array(a) for n, a in zip(names, given, strict=True) if n}
         node = opset.make_node(op.name, names, ["output"], **attrs)
         graph = helper.make_graph(
             opset.expand(node, elem_type, prefix="_"), op.name,
-            [helper.make_tensor_value_info(n, elem_type, list(a.shape)) for n, a in feeds.items()],
+            [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+             for n, a in feeds.items()],
             [helper.make_tensor_value_info("output", elem_type, None)])
         model = helper.make_model(graph, opset_imports=opset.opset_imports(), ir_version=opset.IR_VERSION)
         return tuple(ReferenceEvaluator(model).run(None, feeds))

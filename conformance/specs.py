@@ -43,6 +43,48 @@ def draw(r: np.random.Generator, domain: str, shape: tuple[int, ...] | int) -> n
     return r.normal(scale=3, size=shape)
 
 
+def indices(target):
+    """A class loss's target as PyTorch takes it: int64 (the suite's cases hold it as int64 already)."""
+    import torch
+
+    return torch.tensor(np.asarray(target), dtype=torch.long)  # a copy: a stored golden is read-only
+
+
+def class_forms(r: np.random.Generator, link) -> list[tuple[str, list, dict, int]]:
+    """(form, [input, target, weight], attributes, terms summed) of the shapes and values every class loss is
+    held to, `input` being `link` of probabilities (np.log: log-probabilities; a logit's link for logits): (N, C)
+    and (N, C, d1, d2), with and without weight, ignored rows, a batch whose every row is ignored, ignore_index
+    inside [0, C), a weight of 0, one class, an empty batch, and -inf at classes no target picks."""
+    def probabilities(shape):
+        p = r.dirichlet(np.ones(shape[1]), size=(shape[0], *shape[2:]))
+        return np.ascontiguousarray(np.moveaxis(p, -1, 1))
+
+    x, t, w = link(probabilities((4, 5))), np.array([1, 4, -100, 0]), r.uniform(0.3, 2.0, 5)
+    x4, t4 = link(probabilities((2, 3, 4, 2))), r.integers(0, 3, (2, 4, 2))
+    t4[0, 1, 1] = -100
+    masked = x.copy()
+    masked[0, 0] = masked[1, 2] = masked[2, :] = -np.inf  # at classes the targets do not pick, and an ignored row
+    forms = []
+    for red in ("none", "mean", "sum"):
+        a = {"reduction": red}
+        n = 4 if red != "none" else 0
+        forms += [
+            (f"plain_{red}", [x, t, None], a, n),
+            (f"weight_{red}", [x, t, w], a, n),
+            (f"rank4_{red}", [x4, t4, None], a, 16 if red != "none" else 0),
+            (f"rank4_weight_{red}", [x4, t4, w[:3]], a, 16 if red != "none" else 0),
+            (f"all_ignored_{red}", [x[:3], np.full(3, -100), w], a, 0),
+            (f"ignore_index0_{red}", [x, np.where(t < 0, 0, t), w], {**a, "ignore_index": 0}, n),
+            (f"weight_zero_{red}", [x, t, np.array([1.0, 0.0, 2.0, 0.5, 0.0])], a, n),
+            (f"one_class_{red}", [np.zeros((3, 1)), np.array([0, 0, -100]), None], a, 0),
+            (f"empty_{red}", [np.zeros((0, 5)), np.zeros(0, np.int64), w], a, 0),
+            (f"masked_classes_{red}", [masked, t, None], a, n),
+        ]
+    forms.append(("default_attributes", [x, t, None], {}, 4))
+    return [(form, [a if a is None or a.dtype.kind == "f" else a.astype(np.int64) for a in inputs], attrs, n)
+            for form, inputs, attrs, n in forms]
+
+
 def summed_back(terms: np.ndarray, shape: tuple[int, ...], reduction: str) -> np.ndarray:
     """The size of a pointwise backward's terms at each element of its `grad_input` (an input of `shape`):
     |terms| over the broadcast shape, divided by its size for `mean`, summed over the axes that broadcasting

@@ -1,6 +1,6 @@
 """Fusion: the standard-op subgraphs that PyTorch's ONNX exporters emit for binary_cross_entropy_with_logits,
-for torchvision's sigmoid_focal_loss and for a reduced mse_loss or l1_loss become one lossops node, with
-onnxscript's pattern rewriter.
+for torchvision's sigmoid_focal_loss, for a reduced mse_loss or l1_loss and for cross_entropy become one lossops
+node, with onnxscript's pattern rewriter.
 
 Both exporters compute `log(sigmoid(x))`, which is -inf for logits below about -90 in float32 (PyTorch 2.13:
 loss inf at logit -200 where PyTorch gives 200); the fused node is finite and accurate there. Patterns
@@ -21,6 +21,8 @@ loss inf at logit -200 where PyTorch gives 200); the fused node is finite and ac
   necessarily a loss.
 - l1_loss with `mean` or `sum`, as the dynamo exporter decomposes it: `Abs(Sub(x, y))`, then
   `Squeeze(ReduceMean(keepdims=1))` or `ReduceSum(keepdims=0)` (the TorchScript exporter has no l1_loss).
+- cross_entropy of class indices: `SoftmaxCrossEntropyLoss` (both exporters'), and nll_loss of log_softmax on
+  axis 1: `LogSoftmax` feeding `NegativeLogLikelihoodLoss`, or lossops' NLLLoss where lossops exported it.
 """
 
 from __future__ import annotations
@@ -197,6 +199,41 @@ POINTWISE_PASS = pattern.RewriteRuleSet(
     + [_PointwiseLoss.rule("L1Loss", r, kept=k) for r in ("mean", "sum") for k in (False, True)])
 
 
+class _CrossEntropy(pattern.RewriteRuleClassBase):
+    """Cross entropy of class logits on axis 1, as exporters write it, with or without class weights: ONNX's
+    SoftmaxCrossEntropyLoss (its loss output alone), or LogSoftmax(axis=1) then ONNX's NegativeLogLikelihoodLoss
+    or lossops' NLLLoss. An absent ignore_index becomes lossops' default, -100: ONNX's operators refuse such a
+    target, lossops ignores it."""
+
+    def __init__(self, form: str, weighted: bool):
+        super().__init__(f"{form}{'-weight' if weighted else ''}")
+        self.form, self.weighted = form, weighted
+        self.found: dict = {}
+
+    def pattern(self, op, x, t, w):
+        given = (w,) if self.weighted else ()
+        if self.form == "SoftmaxCrossEntropyLoss":
+            return op.SoftmaxCrossEntropyLoss(x, t, *given, _allow_other_attributes=True)
+        domain = {"_domain": opset.DOMAIN} if self.form == "NLLLoss" else {}
+        return getattr(op, self.form)(op.LogSoftmax(x, axis=1), t, *given, _allow_other_attributes=True, **domain)
+
+    def check(self, context, x, t, w=None, **_) -> bool:
+        last = next(n for n in context.nodes if n.op_type == self.form)
+        self.found = {"reduction": last.attributes.get_string("reduction", "mean"),
+                      "ignore_index": last.attributes.get_int("ignore_index", -100)}
+        floats = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE)
+        return (x.shape is not None and len(x.shape) >= 2 and x.dtype in floats and t.dtype == ir.DataType.INT64
+                and (w is None or w.dtype == x.dtype) and self.found["reduction"] in ("none", "mean", "sum"))
+
+    def rewrite(self, op, x, t, w=None, **_):
+        return op.CrossEntropyLoss(x, t, w, _domain=opset.DOMAIN, **self.found)
+
+
+CROSS_ENTROPY_PASS = pattern.RewriteRuleSet([
+    _CrossEntropy.rule(form, weighted) for form in ("SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss", "NLLLoss")
+    for weighted in (True, False)])
+
+
 def _scalar(value: ir.Value | None) -> float | None:
     """A constant one-element value as a float, else None."""
     const = None if value is None else value.const_value
@@ -219,13 +256,13 @@ PASSES = [
 
 
 def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
-    """(copy of `model` with every recognised BCE-with-logits, focal-loss, reduced MSE and L1 subgraph replaced by
-    a lossops node, report)."""
+    """(copy of `model` with every recognised BCE-with-logits, focal-loss, reduced MSE and L1, and cross-entropy
+    subgraph replaced by a lossops node, report)."""
     before = _count(model)
     fused = model
     # the focal loss contains the cross entropy's pattern: it goes first; each pass re-infers shapes, which the
     # conditions read
-    for rules in [*FOCAL_PASSES, *PASSES, POINTWISE_PASS]:
+    for rules in [*FOCAL_PASSES, *PASSES, POINTWISE_PASS, CROSS_ENTROPY_PASS]:
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
     added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
     report = [f"fused {node_label(n)} (reduction {_reduction(n)})" for n in added]

@@ -60,7 +60,8 @@ def _lower_graph(g: GraphProto, types: dict[str, TypeProto], for_provider: str |
         # (CANN's graph mode wants no guard nodes)
         cann = for_provider == "cann"
         static = Static({n: shapes.of_type(types[n]) for n in node.input if n in types},
-                        {i.name: i for i in g.initializer}, initializers=[], guards=not cann, portable=not cann)
+                        {i.name: i for i in g.initializer}, initializers=[], guards=not cann, portable=not cann,
+                        cann=cann)
         expanded = _live(opset.expand(node, elem_type, prefix=f"_lossops{count[0]}_", static=static), node.output[0])
         g.node.extend(expanded)
         read = {i for n in expanded for i in n.input}  # constants that folding left unread are not kept (ORT warns)

@@ -1,5 +1,6 @@
 """PyTorch custom operators for the losses whose backward has no aten operator (BCE with logits, KL
-divergence), that decompose before export (L1) or which have no aten operator at all (the focal loss), so that
+divergence) or one whose inputs are not the lossops node's (NLL and cross entropy: aten's takes the forward's
+total weight), that decompose before export (L1) or which have no aten operator at all (the focal loss), so that
 a joint forward/backward graph keeps them as single ops; and a TorchFunctionMode that routes
 torch.nn.functional's calls to them while a training step is traced. Their backward gives `input` its gradient,
 and `target` its own where lossops has an operator for it (BCE with logits and KL: a trainable teacher's
@@ -274,20 +275,119 @@ def _focal_backward(ctx, grad):
 sigmoid_focal_loss.register_autograd(_focal_backward, setup_context=_focal_setup)
 
 
+@torch.library.custom_op("lossops::nll_loss", mutates_args=())
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int, ignore_index: int) -> Tensor:
+    return F.nll_loss(input, target, weight, reduction=REDUCTIONS[reduction], ignore_index=ignore_index).clone()
+
+
+@nll_loss.register_fake
+def _(input, target, weight, reduction, ignore_index):
+    rows = (input.shape[0], *input.shape[2:])
+    torch._check(target.dim() == len(rows) and all(a == b for a, b in zip(target.shape, rows, strict=True)),
+                 lambda: f"target's shape {list(target.shape)} is not input's without its class axis {list(rows)}")
+    return input.new_empty(rows if reduction == _NONE else ())
+
+
+@torch.library.custom_op("lossops::nll_loss_backward", mutates_args=())
+def nll_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Tensor | None, reduction: int,
+                      ignore_index: int) -> Tensor:
+    index, row_weight = _rows(input, target, weight, ignore_index)
+    fed = _fed(grad_output, row_weight, reduction)
+    return torch.zeros_like(input).scatter_(1, index, -fed * row_weight)
+
+
+def _rows(input: Tensor, target: Tensor, weight: Tensor | None, ignore_index: int) -> tuple[Tensor, Tensor]:
+    """(each row's class on axis 1, 0 where ignored; each row's weight on axis 1, 0 where ignored)."""
+    kept = (target != ignore_index).unsqueeze(1)
+    index = torch.where(kept, target.unsqueeze(1), 0)
+    row_weight = torch.ones_like(index, dtype=input.dtype) if weight is None else weight[index]
+    return index, torch.where(kept, row_weight, 0)
+
+
+def _fed(grad_output: Tensor, row_weight: Tensor, reduction: int) -> Tensor:
+    """grad_output on the rows' shape (N, 1, d1, ...), divided by the rows' total weight for mean."""
+    if reduction == _NONE:
+        return grad_output.unsqueeze(1)
+    return grad_output / row_weight.sum() if reduction == _MEAN else grad_output
+
+
+@nll_loss_backward.register_fake
+def _(grad_output, input, target, weight, reduction, ignore_index):
+    return torch.empty_like(input)
+
+
+def _class_setup(ctx, inputs, output):
+    """A class loss's context: its tensors, then its other arguments (reduction, ignore_index, ...) as given."""
+    ctx.save_for_backward(*[t for t in inputs[:3] if t is not None])
+    ctx.present = [t is not None for t in inputs[:3]]
+    ctx.arguments = inputs[3:]
+
+
+def _class_backward(name: str):
+    """The autograd backward of class loss `name` (nll_loss, cross_entropy): its `<name>_backward` op."""
+    def backward(ctx, grad):
+        _computed_gradients_only(ctx, name, ("input", "target", "weight"))
+        saved = iter(ctx.saved_tensors)
+        input, target, weight = (next(saved) if p else None for p in ctx.present)
+        gradient = getattr(torch.ops.lossops, f"{name}_backward")(grad, input, target, weight, *ctx.arguments)
+        return gradient, None, None, *(None for _ in ctx.arguments)
+
+    return backward
+
+
+nll_loss.register_autograd(_class_backward("nll_loss"), setup_context=_class_setup)
+
+
+@torch.library.custom_op("lossops::cross_entropy", mutates_args=())
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int, ignore_index: int,
+                  label_smoothing: float) -> Tensor:
+    return F.cross_entropy(input, target, weight, reduction=REDUCTIONS[reduction], ignore_index=ignore_index,
+                           label_smoothing=label_smoothing).clone()
+
+
+@cross_entropy.register_fake
+def _(input, target, weight, reduction, ignore_index, label_smoothing):
+    return nll_loss(input, target, weight, reduction, ignore_index)  # the same shapes, checked alike
+
+
+@torch.library.custom_op("lossops::cross_entropy_backward", mutates_args=())
+def cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                           reduction: int, ignore_index: int, label_smoothing: float) -> Tensor:
+    index, row_weight = _rows(input, target, weight, ignore_index)
+    fed = torch.where((target != ignore_index).unsqueeze(1), _fed(grad_output, row_weight, reduction), 0)
+    p = torch.softmax(input, 1)
+    hit = (1 - label_smoothing) * row_weight * (p - torch.zeros_like(p).scatter_(1, index, 1.0))
+    shape = (1, -1) + (1,) * (input.dim() - 2)
+    w = torch.ones(input.shape[1], dtype=input.dtype) if weight is None else weight
+    spread = label_smoothing / input.shape[1] * (p * w.sum() - w.reshape(shape))
+    return fed * (hit + spread)
+
+
+@cross_entropy_backward.register_fake
+def _(grad_output, input, target, weight, reduction, ignore_index, label_smoothing):
+    return torch.empty_like(input)
+
+
+cross_entropy.register_autograd(_class_backward("cross_entropy"), setup_context=_class_setup)
+
+
 class LossopsLosses(torch.overrides.TorchFunctionMode):
-    """While active, F.binary_cross_entropy_with_logits, F.kl_div and F.l1_loss run as the lossops custom ops,
-    unless a tensor whose gradient their backward does not compute needs one, or the call uses the deprecated
-    size_average/reduce arguments: those stay PyTorch's own function."""
+    """While active, F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.cross_entropy and F.nll_loss (of
+    class indices, on (N, C, ...)) run as the lossops custom ops, unless a tensor whose gradient their backward
+    does not compute needs one, or the call uses the deprecated size_average/reduce arguments: those stay
+    PyTorch's own function."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func not in (F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss):
+        if func not in (F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.nll_loss, F.cross_entropy):
             return func(*args, **kwargs)
         bound = _bind(func, args, kwargs)
         if bound.get("size_average") is not None or bound.get("reduce") is not None or _other_gradient(
                 bound, COMPUTED[func.__name__]):
             return func(*args, **kwargs)
         reduction = _CODES[bound.get("reduction", "mean")]
+        if func in (F.nll_loss, F.cross_entropy):
+            return self._nll(func, bound, reduction, args, kwargs)
         if func is F.kl_div:
             return torch.ops.lossops.kl_div(bound["input"], bound["target"], reduction,
                                             bool(bound.get("log_target", False)))
@@ -295,6 +395,18 @@ class LossopsLosses(torch.overrides.TorchFunctionMode):
             return torch.ops.lossops.l1_loss(bound["input"], bound["target"], reduction)
         return torch.ops.lossops.binary_cross_entropy_with_logits(
             bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"), reduction)
+
+
+    @staticmethod
+    def _nll(func, bound: dict, reduction: int, args, kwargs):
+        input, target = bound["input"], bound["target"]
+        if input.dim() < 2 or target.is_floating_point():
+            return func(*args, **kwargs)  # a single sample or probabilities: PyTorch's own
+        ignore_index = int(bound.get("ignore_index", -100))
+        if func is F.cross_entropy:
+            return torch.ops.lossops.cross_entropy(input, target, bound.get("weight"), reduction, ignore_index,
+                                                   float(bound.get("label_smoothing", 0.0)))
+        return torch.ops.lossops.nll_loss(input, target, bound.get("weight"), reduction, ignore_index)
 
 
 def _other_gradient(bound: dict, computed: tuple[str, ...]) -> bool:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
+from . import rows as class_rows
 from .shapes import full_shape
 from .spec import BROADCAST, EXACT, FITS, PRINCIPAL, OpDef
 from .sum_back import sum_to_shape_of
@@ -48,6 +49,9 @@ class Static:
     # the portable form (converters/lowering.py) computes float32 log1p as a series that no consumer's Log or
     # Atanh can spoil; function bodies and CANN's graph keep the shorter form
     portable: bool = False
+    # CANN's graph mode claims a shorter list of ops (ort_ext/cann_support.json): there a class loss picks each
+    # row's value with its one-hot mask, not GatherElements
+    cann: bool = False
 
     def static_shape(self, name: str) -> tuple[int, ...] | None:
         shape = self.shapes.get(name)
@@ -113,6 +117,7 @@ class Builder(Nodes):
         self._static_full: tuple[int, ...] | None = None  # F, where every shape is static
         self._guards: dict[int, tuple[str, int]] = {}  # input slot -> (its guard's empty tensor, the axis of 0)
         self._value_shapes: dict[str, tuple | None] = {}  # an input's value in the compute type -> its shape
+        self.rows: class_rows.Rows | None = None  # a class loss's rows (rows.py), for its `decompose`
 
     # --- the record around the formula ---
 
@@ -124,6 +129,8 @@ class Builder(Nodes):
         input it is the gradient of. `decompose` returns a loss's elementwise
         terms over F, or a gradient's over F (a formula that reads no input spanning F expands to `self.full`)."""
         op = self.opdef
+        if op.classes:
+            return class_rows.decomposition(self, names)
         shapes = [self.static.shapes.get(n) if n else None for n in names]  # of the graph's names, before checks
         checked = self.checked(names)
         first = len(self.nodes)
@@ -217,6 +224,16 @@ class Builder(Nodes):
         node.attribute.append(AttributeProto(name="value_float", type=AttributeProto.FLOAT, ref_attr_name=attr))
         self.nodes.append(node)
         return out if self.compute == TensorProto.FLOAT else self.op("Cast", out, to=self.compute)
+
+    def int_param(self, attr: str) -> str:
+        """An int attribute as an int64 scalar: its value where the node is known, else a reference."""
+        if attr in self.attrs:
+            return self.int_scalar(int(self.attrs[attr]))
+        out = self.fresh("param")
+        node = helper.make_node("Constant", [], [out])
+        node.attribute.append(AttributeProto(name="value_int", type=AttributeProto.INT, ref_attr_name=attr))
+        self.nodes.append(node)
+        return out
 
     def choose(self, attr: str, branches: dict[str | int, Branch]) -> str:
         """The branch for the node's value of `attr` (every allowed value must have one)."""

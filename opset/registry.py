@@ -22,8 +22,8 @@ from .versions import DOMAIN, ONNX_OPSET, VERSION
 
 def module_name(op_name: str) -> str:
     """The name of an operator's modules (its record in `opset/ops/`, its tile in `ort_ext/kernels/ops/`, its cases
-    in `conformance/ops/`): the operator's name in snake case (KlDivBackward: kl_div_backward)."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", op_name).lower()
+    in `conformance/ops/`): the operator's name in snake case (KlDivBackward: kl_div_backward, NLLLoss: nll_loss)."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", op_name).lower()
 
 
 def _discover() -> dict[str, OpDef]:

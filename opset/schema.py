@@ -6,7 +6,7 @@ import onnx
 from onnx import AttributeProto, defs, helper
 
 from . import shapes
-from .spec import TENSOR_TYPES, OpDef
+from .spec import INDEX_TYPE, TENSOR_TYPES, OpDef
 from .versions import DOMAIN, VERSION
 
 
@@ -31,7 +31,8 @@ def _inference_function(op: OpDef):
             if t is None or not t.HasField("tensor_type"):
                 continue
             found[formal.name] = shapes.of_type(t)
-            elem_type = elem_type or t.tensor_type.elem_type
+            if not formal.indices:
+                elem_type = elem_type or t.tensor_type.elem_type
         missing = [f.name for f in op.inputs if not f.optional and f.name not in found]
         if missing:  # types not known yet (e.g. inside an untyped function body): nothing to infer
             return
@@ -53,9 +54,11 @@ def make_schema(op: OpDef) -> defs.OpSchema:
     single = defs.OpSchema.FormalParameterOption.Single
     schema = defs.OpSchema(
         op.name, DOMAIN, VERSION, op.doc,
-        inputs=[P(i.name, "T", i.doc, param_option=optional if i.optional else single) for i in op.inputs],
+        inputs=[P(i.name, "I" if i.indices else "T", i.doc, param_option=optional if i.optional else single)
+                for i in op.inputs],
         outputs=[P(op.output.name, "T", op.output.doc)],
-        type_constraints=[("T", list(TENSOR_TYPES.values()), "float16, bfloat16, float or double; one for all.")],
+        type_constraints=[("T", list(TENSOR_TYPES.values()), "float16, bfloat16, float or double; one for all."),
+                          *([("I", [INDEX_TYPE], "Class indices.")] if any(i.indices for i in op.inputs) else [])],
         attributes=[defs.OpSchema.Attribute(a.name, helper.make_attribute(a.name, a.default), a.doc)
                     for a in op.attributes],
     )

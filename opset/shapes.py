@@ -13,7 +13,7 @@ import string
 
 from onnx import TypeProto
 
-from .spec import BROADCAST, EXACT, FITS, OpDef
+from .spec import BROADCAST, EXACT, FITS, LOSS, PER_CLASS, ROWS, OpDef
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
@@ -31,6 +31,10 @@ def of_type(t: TypeProto) -> Shape:
 NOT_EXACT = "input '{input}' has shape {shape}; expected exactly input's shape {full}"
 NOT_FITS = "input '{input}' has shape {shape}; expected a shape broadcastable to {full}"
 NOT_BROADCAST = "inputs '{input}' {shape} and '{other}' {other_shape} do not broadcast"
+NOT_CLASSES = "input 'input' has shape {shape}; expected (N, C, d1, ...): rank 2 or more, the classes on axis 1"
+NOT_ROWS = "input '{input}' has shape {shape}; expected input's shape without its class axis {full}"
+NOT_PER_CLASS = "input '{input}' has shape {shape}; expected {full}, one value per class"
+NOT_LOSS = "input '{input}' has shape {shape}; expected the loss's shape {full}"
 
 
 def pieces(template: str) -> tuple[list[str], list[str]]:
@@ -95,8 +99,37 @@ def full_shape(op: OpDef, shapes: dict[str, Shape]) -> Shape:
     return full
 
 
+def rows_and_classes(op: OpDef, input: Shape) -> tuple[Shape, Dim]:
+    """A class loss's rows shape (`input`'s without axis 1) and its number of classes; ValueError where `input`
+    has rank below 2."""
+    if input is None:
+        return None, None
+    if len(input) < 2:
+        raise ValueError(NOT_CLASSES.format(shape=show(input)))
+    return (input[0], *input[2:]), input[1]
+
+
+def infer_classes(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
+    """`infer` for a class loss: its inputs' rules are the rows', the classes' and the loss's."""
+    rows, classes = rows_and_classes(op, shapes["input"])
+    loss = rows if attrs["reduction"] == "none" else ()
+    expected = {ROWS: (rows, NOT_ROWS), PER_CLASS: ((classes,), NOT_PER_CLASS), LOSS: (loss, NOT_LOSS)}
+    for i in op.inputs:
+        if i.name in shapes and i.shape in expected:
+            shape, message = expected[i.shape]
+            try:
+                check_equal(shapes[i.name], shape, i.name)
+            except ValueError:
+                raise ValueError(message.format(input=i.name, shape=show(shapes[i.name]), full=show(shape))) from None
+    if op.reduces:
+        return loss
+    return shapes[op.output_shape]
+
+
 def infer(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
     """The output shape of `op` for the shapes of its present inputs; ValueError when a rule is broken."""
+    if op.classes:
+        return infer_classes(op, shapes, attrs)
     full = full_shape(op, shapes)
     for i in op.inputs:
         if i.name not in shapes:

@@ -37,10 +37,16 @@ PRINCIPAL = "principal"  # the input named `input`: its shape is S
 EXACT = "exact"  # exactly S
 FITS = "fits"  # broadcastable to F without enlarging it
 BROADCAST = "broadcast"  # broadcasts with `input` either way; F is their broadcast shape
+# The rules of a class loss (the classes on axis 1 of `input`, as PyTorch's and ONNX's class losses):
+CLASSES = "classes"  # the input named `input` of a class loss: (N, C, d1, ...), rank 2 or more
+ROWS = "rows"  # input's shape without its class axis: (N, d1, ...), one class index per row
+PER_CLASS = "per class"  # (C,)
+LOSS = "loss"  # a class loss fed back: ROWS for reduction 'none', a scalar otherwise
 
 
 # What values an input holds (for sampling in benchmarks, demos and fuzz tests; the operators check none).
 REAL, PROBABILITY, LOG_PROBABILITY, POSITIVE = "real", "probability", "log-probability", "positive"
+CLASS_INDEX = "class index"  # int64 (type constraint I, not T): a class in [0, C), or the node's ignore_index
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,11 @@ class Input:
     optional: bool = False
     shape: str = FITS
     domain: str = REAL
+
+    @property
+    def indices(self) -> bool:
+        """Whether it holds class indices (int64) rather than values of the node's float type T."""
+        return self.domain == CLASS_INDEX
 
 
 # inputs and outputs that several operators' records describe alike
@@ -134,13 +145,16 @@ class Attribute:
         """What a value must be, as the end of a sentence."""
         if self.enum:
             return "one of " + ", ".join(repr(a) for a in self.allowed)
+        if self.kind is int and self.low is None and self.high is None:
+            return "any int"
         low = "-inf" if self.low is None else f"{self.low:g}"
         high = "inf" if self.high is None else f"{self.high:g}"
         return f"a finite {self.kind.__name__} in [{low}, {high}]"
 
     def type_expectation(self) -> str:
         """What a value of another type is told, as the end of a sentence: "a str, one of 'none', ..."."""
-        return f"{'an' if self.kind is int else 'a'} {self.kind.__name__}, {self.expectation()}"
+        article = f"{'an' if self.kind is int else 'a'} {self.kind.__name__}"
+        return article if self.expectation() == f"any {self.kind.__name__}" else f"{article}, {self.expectation()}"
 
     def check(self, op: str, value: object) -> None:
         """Raise ValueError naming the operator and the attribute when value is not allowed. `value`: a Python
@@ -224,7 +238,12 @@ class OpDef:
 
     @property
     def principal(self) -> int:
-        return next(k for k, i in enumerate(self.inputs) if i.shape == PRINCIPAL)
+        return next(k for k, i in enumerate(self.inputs) if i.shape in (PRINCIPAL, CLASSES))
+
+    @property
+    def classes(self) -> bool:
+        """Whether it is a class loss (its `input` holds the classes on axis 1) rather than an elementwise one."""
+        return self.inputs[self.principal].shape == CLASSES
 
     @property
     def output_input(self) -> int | None:
@@ -257,6 +276,8 @@ class OpDef:
         return ", ".join(a.name for a in self.attributes) or "none"
 
 
+INDEX_TYPE = "tensor(int64)"  # type constraint I: class indices, as PyTorch's and ONNX's class losses take them
+
 REDUCTION_DOC = (
     "Specifies the reduction to apply to the output: 'none' (no reduction), 'mean' (the sum divided by the "
     "number of elements) or 'sum'."
@@ -268,6 +289,17 @@ def reduction(*extra: str) -> Attribute:
     if "batchmean" in extra:
         doc += " 'batchmean' divides the sum by the size of the first dimension of `input`."
     return Attribute("reduction", doc, "mean", allowed=("none", "mean", "sum", *extra))
+
+
+def class_reduction() -> Attribute:
+    """A class loss's reduction: its mean is weighted, as PyTorch's and ONNX's."""
+    return Attribute("reduction", "Specifies the reduction to apply to the output: 'none' (one loss per row), 'mean' "
+                     "(the sum divided by the total weight of the rows not ignored, their number where no weight is "
+                     "given) or 'sum'.", "mean", allowed=("none", "mean", "sum"))
+
+
+IGNORE_INDEX = Attribute("ignore_index", "A target value that contributes neither to the loss nor to the mean's "
+                         "divisor (its rows' loss and gradient are 0); any int64, in [0, C) too.", -100, examples=(0,))
 
 
 # The Ascend parts that aclnn pages list (the seed pages' product support tables); bfloat16 only on some of them.

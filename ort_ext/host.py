@@ -204,6 +204,12 @@ def extensions_library() -> str:
     return str(found[0])
 
 
+def kernel_ops() -> tuple[str, ...]:
+    """The operators with a kernel (the others run as their decomposition, kernels or not)."""
+    code = loader.code()
+    return () if code is None else code.ops
+
+
 def kernels_available() -> bool:
     """Whether sessions run the lossops kernels here: onnxruntime-extensions is installed and machine code for
     them exists (prebuilt, or numba to compile it; loader.py says once why not)."""

@@ -65,8 +65,14 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     if sess_options is None:
         raise ValueError("prepare(mode='kernels') needs the SessionOptions the session will use")
     prepared = inline_lossops_callers(model)  # lossops nodes in user functions too; no lossops functions
+    with_kernel = set(host.kernel_ops())
+    if any(node.op_type not in with_kernel for _, node in lossops_nodes(prepared)):
+        # operators without a kernel run as their function, beside the kernels of the others
+        prepared = _functions_of(attach_functions(prepared, types), lambda op: op not in with_kernel)
     elems = _jit_element_types(prepared, types)
     for _, node in lossops_nodes(prepared):
+        if node.op_type not in with_kernel:
+            continue
         try:  # here rather than inside ORT's kernel creation: errors surface as Python's
             host.compiled(node.op_type, elems.get(node.output[0]))
         except KeyboardInterrupt:  # not the compiler's hundreds of frames
@@ -78,6 +84,24 @@ def _prepare(model: str | os.PathLike | bytes | ModelProto, sess_options: onnxru
     stamp(prepared)
     host.add_kernels(sess_options)
     return prepared.SerializeToString()
+
+
+def for_native_library(model: ModelProto) -> ModelProto:
+    """`model` as a host of the native library (`library_path()`: C, C++, Java, C#) loads it: carrying the
+    functions of its lossops operators that have no kernel (the library registers the others), a copy where it
+    has any such node, else `model` itself."""
+    with_kernel = set(host.kernel_ops())
+    if all(node.op_type in with_kernel for _, node in lossops_nodes(model)):
+        return model
+    return _functions_of(opset.with_functions(model), lambda op: op not in with_kernel)
+
+
+def _functions_of(model: ModelProto, keep) -> ModelProto:
+    """`model` carrying only the lossops functions of the operators `keep(op_type)` accepts."""
+    kept = [f for f in model.functions if f.domain != opset.DOMAIN or keep(f.name)]
+    del model.functions[:]
+    model.functions.extend(kept)
+    return model
 
 
 def _jit_element_types(model: ModelProto, types: Types) -> dict[str, int]:

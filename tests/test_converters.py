@@ -208,6 +208,44 @@ def test_fuse_mse_and_l1_loss(loss, exporter, target_rows, reduction):
     _close(_run(fused, args, plain=True), expected)
 
 
+# F.nll_loss of (N, C) log_softmax as the TorchScript exporter and lossops' export write it (the dynamo exporter
+# decomposes it into a gather, and views (N, C, d) as (N, C, d, 1) around it: not fused)
+CROSS_ENTROPY_FORMS = [("cross_entropy", e) for e in ("dynamo", "torchscript", "lossops")] + [
+    ("nll_loss_of_log_softmax", e) for e in ("torchscript", "lossops")]
+
+
+@pytest.mark.parametrize(("form", "exporter"), CROSS_ENTROPY_FORMS)
+@pytest.mark.parametrize(("reduction", "weighted", "ignore_index"),
+                         [("mean", False, -100), ("sum", True, 1), ("none", True, -100), ("mean", True, 2)])
+def test_fuse_cross_entropy(exporter, form, reduction, weighted, ignore_index):
+    """F.cross_entropy on (N, C, d) logits, and F.nll_loss of F.log_softmax on (N, C), as each exporter writes
+    them (lossops' own export translates cross_entropy to its node already), become one CrossEntropyLoss node,
+    held to PyTorch in float64 with a row ignored."""
+    def loss(x, t, weight):
+        if form == "cross_entropy":
+            return F.cross_entropy(x, t, weight, ignore_index=ignore_index, reduction=reduction)
+        return F.nll_loss(F.log_softmax(x, 1), t, weight, ignore_index=ignore_index, reduction=reduction)
+
+    weight = torch.tensor([0.5, 2.0, 1.0, 1.5]) if weighted else None
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, t):
+            return loss(x, t, weight)
+
+    shape = (5, 4, 3) if form == "cross_entropy" else (5, 4)
+    x, t = torch.randn(shape) * 3, torch.randint(0, 4, (5, *shape[2:]))
+    t.view(-1)[2] = ignore_index
+    exported = export(Loss(), (x, t)) if exporter == "lossops" else _exported(Loss(), (x, t), exporter)
+    fused, report = fuse(exported)
+    nodes = [n.op_type for n in fused.graph.node if n.domain == opset.DOMAIN]
+    assert nodes == ["CrossEntropyLoss"], (nodes, report)
+    assert not {"SoftmaxCrossEntropyLoss", "LogSoftmax", "NegativeLogLikelihoodLoss"} & {
+        n.op_type for n in fused.graph.node}
+    expected = loss(x.double(), t, None if weight is None else weight.double()).numpy()
+    _close(_run(fused, (x, t)), expected)
+    _close(_run(fused, (x, t), plain=True), expected)
+
+
 def test_fuse_leaves_squared_differences_that_are_not_a_mean_or_sum_loss_alone():
     """An unreduced squared or absolute difference, or one reduced over some axes only, is not fused."""
 
@@ -352,6 +390,19 @@ def test_the_portable_form_avoids_what_other_consumers_reject():
 TORCH_NAMES = [(op.name, name) for op in opset.OPS.values() for name in op.torch]
 
 
+def _class_tensor(formal: opset.spec.Input, shape: tuple[int, ...], g: torch.Generator) -> torch.Tensor:
+    """A class loss's input of `formal`'s rule, for an `input` of `shape`: class indices (one row ignored where
+    ignore_index is 0), a weight per class, or values."""
+    rows = (shape[0], *shape[2:])
+    if formal.shape == opset.spec.LOSS:  # the test's reduction is sum
+        return torch.rand((), generator=g, dtype=torch.float64)
+    if formal.indices:
+        return torch.randint(0, shape[1], rows, generator=g)
+    if formal.shape == opset.spec.PER_CLASS:
+        return torch.rand(shape[1], generator=g, dtype=torch.float64) + 0.5
+    return torch.rand(shape if formal.shape == opset.spec.CLASSES else rows, generator=g, dtype=torch.float64)
+
+
 @pytest.mark.parametrize(("op", "name"), TORCH_NAMES)
 def test_every_pytorch_op_of_the_records_exports_as_its_node(op, name):
     """The translations are made from the records and PyTorch's schemas: each PyTorch op an operator names
@@ -362,11 +413,14 @@ def test_every_pytorch_op_of_the_records_exports_as_its_node(op, name):
     overload = getattr(getattr(torch.ops, namespace), short).default
     g = torch.Generator().manual_seed(len(name))
     args, kwargs, attrs = [], {}, {}
+    inputs = iter(record.inputs)
     for arg in overload._schema.arguments:
         if "Tensor" in str(arg.type):  # every tensor given, each different: a swapped weight/pos_weight shows
             value = torch.rand(4, 3, generator=g, dtype=torch.float64) * 0.9 + 0.05
             if arg.name == "grad_output":
                 value = value[0, 0]  # a reduced loss's gradient
+            if record.classes:  # (N, C) or, for a 2d op, (N, C, H, W); C = 3, targets on the class axis
+                value = _class_tensor(next(inputs), (2, 3, 2, 2) if short.endswith("2d") else (4, 3), g)
         elif arg.name == "reduction":
             value, attrs["reduction"] = 2, "sum"
         else:

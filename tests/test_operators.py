@@ -11,6 +11,7 @@ import pytest
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import DTYPES, large_specs, node_specs, spec_case
 from lossops.ort_ext.arrays import run
+from lossops.ort_ext.kernels.registry import KERNELS
 
 from record import MAX_ULPS
 
@@ -37,7 +38,10 @@ def test_symbolic_dims(case):
         assert ok, f"{backend}: {msg}"
 
 
-@pytest.mark.parametrize("spec", SPECS[::3], ids=[s.id for s in SPECS[::3]])
+DIRECT = [s for s in SPECS if s.op in KERNELS][::3]  # the class losses have no kernel yet: their nodes run as functions
+
+
+@pytest.mark.parametrize("spec", DIRECT, ids=[s.id for s in DIRECT])
 def test_kernel_called_directly(spec):
     """The kernels run on numpy arrays without ONNX Runtime, with the schema's defaults filled in."""
     case = spec_case(spec, "float32")

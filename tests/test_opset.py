@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import onnx
@@ -19,8 +20,9 @@ def test_register_is_idempotent_and_complete():
     for name in opset.OPS:
         schema = defs.get_schema(name, opset.VERSION, opset.DOMAIN)
         assert schema.doc and schema.has_type_and_shape_inference_function
+        indices = [["tensor(int64)"]] if opset.OPS[name].classes else []  # a class loss's target
         assert [t.allowed_type_strs for t in schema.type_constraints] == [
-            ["tensor(float16)", "tensor(bfloat16)", "tensor(float)", "tensor(double)"]]
+            ["tensor(float16)", "tensor(bfloat16)", "tensor(float)", "tensor(double)"], *indices]
 
 
 @pytest.mark.parametrize(("op", "inputs", "shapes", "attrs", "expected"), [
@@ -31,16 +33,44 @@ def test_register_is_idempotent_and_complete():
      ["N", 3]),
     ("KlDivBackward", ["g", "x", "t"], {"g": [], "x": [1, 5], "t": [4, 5]}, {"reduction": "batchmean"}, [1, 5]),
     ("KlDivBackward", ["g", "x", "t"], {"g": [4, 5], "x": [4, 5], "t": [1, 5]}, {"reduction": "none"}, [4, 5]),
+    ("NLLLoss", ["x", "t"], {"x": ["N", 3], "t": ["N"]}, {"reduction": "none"}, ["N"]),
+    ("NLLLoss", ["x", "t", "w"], {"x": ["N", 3, 4, 5], "t": ["N", 4, 5], "w": [3]}, {"reduction": "none"},
+     ["N", 4, 5]),
+    ("NLLLoss", ["x", "t"], {"x": [2, 3, 4], "t": [2, 4]}, {"reduction": "sum"}, []),
+    ("NLLLossBackward", ["g", "x", "t"], {"g": ["N", 4], "x": ["N", 3, 4], "t": ["N", 4]}, {"reduction": "none"},
+     ["N", 3, 4]),
 ])
 def test_shape_inference(op, inputs, shapes, attrs, expected):
     node = opset.make_node(op, inputs, ["y"], **attrs)
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT16, s)
-                                            for n, s in shapes.items()], [])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        n, TensorProto.INT64 if n == "t" and opset.get(op).classes else TensorProto.FLOAT16, s)
+        for n, s in shapes.items()], [])
     model = onnx.shape_inference.infer_shapes(opset.make_model(graph), strict_mode=True)
     (y,) = [v for v in model.graph.value_info if v.name == "y"]
     assert y.type.tensor_type.elem_type == TensorProto.FLOAT16
     dims = [d.dim_value if d.HasField("dim_value") else d.dim_param for d in y.type.tensor_type.shape.dim]
     assert dims == expected
+
+
+@pytest.mark.parametrize(("op", "shapes", "attrs", "message"), [
+    ("NLLLoss", {"x": [3], "t": []}, {}, "input 'input' has shape (3,); expected (N, C, d1, ...): rank 2 or more"),
+    ("NLLLoss", {"x": [2, 3], "t": [3]}, {}, "input 'target' has shape (3,); expected input's shape without its "
+     "class axis (2,)"),
+    ("NLLLoss", {"x": [2, 3, 4], "t": [2, 4], "w": [4]}, {}, "input 'weight' has shape (4,); expected (3,), one "
+     "value per class"),
+    ("NLLLossBackward", {"g": [2], "x": [2, 3], "t": [2]}, {"reduction": "mean"}, "input 'grad_output' has shape "
+     "(2,); expected the loss's shape ()"),
+])
+def test_class_shape_rules_are_refused_by_name(op, shapes, attrs, message):
+    """A class loss's shape rules, broken where shapes are static: inference names the operator, the input and
+    the expectation."""
+    names = {"g": "grad_output", "x": "input", "t": "target", "w": "weight"}
+    node = opset.make_node(op, list(shapes), ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        n, TensorProto.INT64 if n == "t" else TensorProto.FLOAT, s) for n, s in shapes.items()], [])
+    assert all(names[n] in {i.name for i in opset.get(op).inputs} for n in shapes)
+    with pytest.raises(Exception, match=re.escape(f"{op}: {message}")):
+        onnx.shape_inference.infer_shapes(opset.make_model(graph), strict_mode=True)
 
 
 def test_made_models_pass_the_full_checker():

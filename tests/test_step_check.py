@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from lossops.converters import aten_ops
+from lossops.converters import aten_ops, torch_ops
 from lossops.ort_ext import InferenceSession
 from lossops.training import SGD, StepCheckError, TrainingSession, export_training_step
 
@@ -52,6 +52,9 @@ def test_the_check_refuses_a_wrong_step_and_names_the_op(monkeypatch):
     """With torch.onnx's own nll_loss_forward translation back (the cause of the 32x), the export refuses the
     step and names the op and its output; verify=False would have let it through."""
     monkeypatch.delitem(aten_ops.WRITTEN, "aten::nll_loss_forward")
+    # cross_entropy as PyTorch's own ops, not lossops' CrossEntropyLoss, so that aten's nll_loss_forward is traced
+    monkeypatch.setattr(torch_ops.LossopsLosses, "_nll", staticmethod(lambda func, b, r, args, kwargs: func(
+        *args, **kwargs)))
     net, x, y = _classifier()
     with pytest.raises(StepCheckError) as caught:
         _export(net, lambda o, t: F.cross_entropy(o, t), ((x,), (y,)), SGD(lr=1.0))

@@ -24,7 +24,7 @@ from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
 from lossops.conformance.specs import draw
 from lossops.extras import MissingExtra
-from lossops.opset.spec import FITS
+from lossops.opset.spec import FITS, LOG_PROBABILITY, POSITIVE
 from lossops.ort_ext import InferenceSession
 from lossops.training import (
     SGD,
@@ -56,7 +56,12 @@ def attribute_settings(op_name: str) -> list[dict]:
 def forward_inputs(op_name: str, r: np.random.Generator) -> list[np.ndarray]:
     """Every input of a 3x4 loss, optional ones included, drawn from its domain; one that fits the shape (a
     weight) per class."""
-    return [draw(r, i.domain, (4,) if i.shape == FITS else (3, 4)) for i in opset.get(op_name).inputs]
+    op = opset.get(op_name)
+    if op.classes:  # three rows of four classes, the last ignored where ignore_index is 0
+        given = {"input": draw(r, LOG_PROBABILITY, (3, 4)), "target": np.array([2, 1, 0]),
+                 "weight": draw(r, POSITIVE, 4)}
+        return [given[i.name] for i in op.inputs]
+    return [draw(r, i.domain, (4,) if i.shape == FITS else (3, 4)) for i in op.inputs]
 
 
 def gradient_of(op_name: str, wrt: str) -> opset.spec.Gradient:

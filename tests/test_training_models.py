@@ -473,3 +473,39 @@ def test_a_decision_on_the_data_is_one_paragraph_naming_where_it_is(dynamic_shap
                               "Python decision on a value computed from the data at ") and "\n" not in message
     assert f"{__file__}:{line} in forward" in message
     assert 'attn_implementation="eager"' in message and "torch.where" in message
+
+
+def _classifier():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 7))
+    weight = torch.rand(7) + 0.5
+    x, y = torch.randn(16, 12), torch.randint(0, 7, (16,))
+    y[3] = y[9] = 2  # ignore_index below
+    return net, (lambda out, t: F.cross_entropy(out, t, weight, ignore_index=2, label_smoothing=0.1)), x, y
+
+
+def _language_model_head():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Embedding(512, 32), nn.Linear(32, 512))
+    ids = torch.randint(0, 512, (4, 16))
+    targets = ids.roll(-1, 1)
+    targets[:, -3:] = -100  # padding
+    return net, (lambda logits, t: F.cross_entropy(logits.transpose(1, 2), t)), ids, targets
+
+
+@pytest.mark.parametrize("make", [_classifier, _language_model_head], ids=["classifier", "language_model_head"])
+def test_cross_entropy_trains_as_one_lossops_node(make):
+    """A classifier's cross entropy (class weights, ignore_index, label smoothing) and a language-model head's
+    ((N, V, T) logits over a 512-token vocabulary, padding ignored): the exported step computes the loss as one
+    CrossEntropyLoss node and its gradient as one CrossEntropyLossGrad, both held to PyTorch autograd when the step
+    is exported, and 20 Adam steps follow PyTorch's."""
+    net, loss_fn, x, y = make()
+    step = _export(net, loss_fn, ((x,), (y,)), Adam(lr=0.01))
+    lossops_nodes = sorted(n.op_type for n in step.model.graph.node if n.domain == opset.DOMAIN)
+    assert lossops_nodes == ["CrossEntropyLoss", "CrossEntropyLossGrad"]
+    assert not {"LogSoftmax", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"} & {
+        n.op_type for n in step.model.graph.node}
+    assert step.check.worst < 1e-5
+    session, reference = TrainingSession(step), copy.deepcopy(net)
+    worst = _follow(session, reference, Adam(lr=0.01).torch(reference.parameters()), loss_fn, [((x,), (y,))] * 20)
+    assert worst < 1e-5

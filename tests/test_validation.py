@@ -181,3 +181,72 @@ def test_infinities_follow_the_documented_limits():
     for mode in ("kernels", "decomposition"):
         (got,) = InferenceSession(model.SerializeToString(), mode=mode).run(None, feeds)
         np.testing.assert_array_equal(got, limits, err_msg=mode)
+
+
+CLASS_LOSSES = ["NLLLoss", "NLLLossBackward", "CrossEntropyLoss", "CrossEntropyLossGrad"]
+
+
+def _class_case(op: str, target: list[int], symbolic: bool = True, rows: int = 3):
+    """A class loss on (3, 4) float32 input, `target` as given, weight present; `rows`: the target's length."""
+    inputs = [np.array(1.0, f32), np.zeros((3, 4), f32), np.array(target[:rows], np.int64), np.ones(4, f32)]
+    if opset.get(op).reduces:  # a loss: no grad_output
+        inputs = inputs[1:]
+    return node_model(op, inputs, "float32", {"reduction": "sum"}, symbolic=symbolic)
+
+
+@pytest.mark.parametrize("op", CLASS_LOSSES)
+@pytest.mark.parametrize("target", [[0, 4, 1], [0, -1, 1]], ids=["above", "negative"])
+@pytest.mark.parametrize("mode", ["kernels", "decomposition", "plain onnxruntime"])
+def test_a_class_outside_the_classes_is_a_clear_error(op, target, mode):
+    """A target of C or a negative one other than ignore_index (Gather would count it from the end) ends in an
+    exception naming the operator, the input and the expectation, in every path; the process goes on and the
+    same session then runs a valid target."""
+    model, feeds = _class_case(op, target)
+    if mode == "plain onnxruntime":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(opset.with_functions(model).SerializeToString(),
+                                               providers=["CPUExecutionProvider"])
+    else:
+        session = InferenceSession(model.SerializeToString(), mode=mode)
+    with pytest.raises(Exception, match=f"{op}: input 'target' must hold class indices in \\[0, C\\) or ignore_index"):
+        session.run(None, feeds)
+    assert np.isfinite(session.run(None, {**feeds, "target": np.array([0, 3, -100], np.int64)})[0]).all()
+
+
+@pytest.mark.parametrize("op", CLASS_LOSSES)
+def test_a_target_of_another_shape_is_refused_by_name(op):
+    """Symbolic dims: the class rules are checked when the session runs, and the error names the rule."""
+    model, feeds = _class_case(op, [0, 1, 2], rows=2)
+    with pytest.raises(Exception, match=f"{op}: input 'target' must have input's shape without its class axis"):
+        InferenceSession(model.SerializeToString()).run(None, feeds)
+
+
+def test_a_class_loss_runs_as_its_function_beside_the_kernels():
+    """A model with an elementwise loss (on the kernels) and a class loss (no kernel yet: its function) runs in
+    one lossops session; the kernel's node is handed to the kernels, the class loss keeps its function."""
+    from lossops.ort_ext import host
+    from lossops.ort_ext.session import prepare
+
+    graph = helper.make_graph(
+        [opset.make_node("MseLoss", ["x", "y"], ["mse"]), opset.make_node("CrossEntropyLoss", ["x", "t"], ["ce"]),
+         helper.make_node("Add", ["mse", "ce"], ["out"])], "g",
+        [vi("x", TensorProto.FLOAT, [2, 3]), vi("y", TensorProto.FLOAT, [2, 3]), vi("t", TensorProto.INT64, [2])],
+        [vi("out", TensorProto.FLOAT, [])])
+    model = opset.make_model(graph)
+    if host.kernels_available():
+        import onnxruntime
+
+        so = onnxruntime.SessionOptions()
+        prepared = onnx.load_from_string(prepare(model, so))
+        assert {(n.domain, n.op_type) for n in prepared.graph.node} >= {
+            (host.KERNEL_DOMAIN, "LossopsMseLoss"), (opset.DOMAIN, "CrossEntropyLoss")}
+        assert [f.name for f in prepared.functions] == ["CrossEntropyLoss"]
+    x, y, t = np.arange(6, dtype=f32).reshape(2, 3), np.ones((2, 3), f32), np.array([2, 0])
+    import torch
+    import torch.nn.functional as F
+
+    expected = F.mse_loss(torch.tensor(x).double(), torch.tensor(y).double()) + F.cross_entropy(
+        torch.tensor(x).double(), torch.tensor(t))
+    got = InferenceSession(model.SerializeToString()).run(None, {"x": x, "y": y, "t": t})[0]
+    np.testing.assert_allclose(got, expected.item(), rtol=1e-6)

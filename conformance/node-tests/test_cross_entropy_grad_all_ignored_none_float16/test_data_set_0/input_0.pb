@@ -1,0 +1,2 @@
+
+Bgrad_outputJûº4¨a½

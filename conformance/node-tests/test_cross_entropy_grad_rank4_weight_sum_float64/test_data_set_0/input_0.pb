@@ -1,0 +1,1 @@
+Bgrad_outputJÌñs6ïÔ¿

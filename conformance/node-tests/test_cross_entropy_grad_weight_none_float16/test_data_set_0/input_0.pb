@@ -1,0 +1,2 @@
+
+Bgrad_outputJnµI³Æ8½

@@ -1,0 +1,1 @@
+Bgrad_outputJ 8®¯AÉïğ¿*î"§÷?ˆSItVï¿’ŒXXÄöì?

@@ -1,0 +1,1 @@
+Bgrad_outputJ N@èzñrŞ¿ûŞMé¢›ó?åeØh÷$è?(ĞItç?

@@ -1,0 +1,2 @@
+
+Bgrad_outputJÁ3m1›½À0

@@ -1,0 +1,1 @@
+Bgrad_outputJ –ÓRO)€ğ?¨ê^§âò?cJ7DATğ¿1‚¤%{ïò?
