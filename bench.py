@@ -552,6 +552,10 @@ def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: 
          threads: list[int] | None = None, ops: list[str] | None = None, compare_machine_code: bool = False,
          update: str | None = None) -> int:
     ops = ops or measured_ops()
+    without = [op for op in ops if op not in measured_ops()]
+    if without:
+        raise ValueError(f"{without[0]} has no kernel here, and the bench measures kernels; it measures "
+                         + ", ".join(measured_ops()))
     if compare_machine_code:
         sizes = [1000, 100_000] if quick else [10**k for k in range(3, 8)]
         print(machine_code_table(ops, sizes, blocks))

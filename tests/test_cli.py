@@ -256,6 +256,7 @@ def test_bench_threads_sweep_times_each_count_side_by_side():
     (["--threads", "2,x"], "'x' is not a whole number"),
     (["--training", "--threads", "1,2"], "--training takes one --threads count"),
     (["--transformers"], "--transformers is a workload of --training"),
+    (["--op", "CrossEntropyLoss"], "CrossEntropyLoss has no kernel here, and the bench measures kernels"),
 ])
 def test_bench_thread_counts_it_cannot_take_are_one_line(args, said):
     done = lossops("bench", *args)
