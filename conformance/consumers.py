@@ -174,7 +174,8 @@ def _onnx2tf_missing() -> str | None:
     return None
 
 
-_NODE_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.float16): "float16"}
+_NODE_TYPES = {np.dtype(np.float32): "float32", np.dtype(np.float64): "float64", np.dtype(np.float16): "float16",
+               np.dtype(np.int64): "int64"}  # a class loss's target
 
 
 class _NodeRunner:

@@ -7,7 +7,7 @@ const fs = require("fs");
 const readline = require("readline");
 const ort = require(process.argv[2]);
 
-const ARRAYS = { float32: Float32Array, float64: Float64Array, float16: Uint16Array };
+const ARRAYS = { float32: Float32Array, float64: Float64Array, float16: Uint16Array, int64: BigInt64Array };
 
 function load(input) {
   const bytes = fs.readFileSync(input.file);
