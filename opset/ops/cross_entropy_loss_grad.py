@@ -16,8 +16,9 @@ axis=1), c = target and e the label smoothing:
                            + b * (e / C) * (sum_j weight[j] * p[n, k, d...] - weight[k])
 
 with a = b = grad_output[n, d...] for `none`, grad_output for `sum`, and for `mean` grad_output divided by the
-rows' total weight (as the loss); 0 in the rows whose target is ignore_index. It is computed from the logits (the
-softmax again), so nothing of the forward's size need be kept.
+rows' total weight (as the loss); 0 in the rows whose target is ignore_index, whatever their logits (PyTorch's
+autograd gives NaN there where the row's softmax is undefined: every logit -inf, or a NaN or +inf among them).
+It is computed from the logits (the softmax again), so nothing of the forward's size need be kept.
 """
 
 
@@ -29,12 +30,12 @@ def decompose(b: Builder, g: str, x: str, t: str, weight: str) -> str:
         share = spread_share(b, e)
         c, known = rows.static_classes, b.attrs.get("label_smoothing")
         hit = b.const(1.0 - known + known / c) if c and known is not None else b.op("Add", kept, share)
-        return b.op("Mul", b.op("Sub", p, b.op("Where", rows.one_hot, hit, share)), rows.fed)
+        return rows.unless_ignored(b.op("Mul", b.op("Sub", p, b.op("Where", rows.one_hot, hit, share)), rows.fed))
     picked = b.op("Mul", kept, rows.weight)  # (1 - e) * w[c] per row
     spread = b.op("Mul", spread_share(b, e), rows.along_classes(weight))  # (e / C) * w[k] per class
     total = b.op("Add", picked, b.op("Mul", spread_share(b, e), b.op("ReduceSum", weight, keepdims=1)))
     target = b.op("Where", rows.one_hot, b.op("Add", picked, spread), spread)
-    return b.op("Mul", b.op("Sub", b.op("Mul", p, total), target), rows.fed)
+    return rows.unless_ignored(b.op("Mul", b.op("Sub", b.op("Mul", p, total), target), rows.fed))
 
 
 DEFINITION = OpDef(
