@@ -127,6 +127,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     if args.training:
         return _train_bench(args)
+    if args.classes:
+        return _class_bench(args)
     if args.transformers:
         raise ValueError("--transformers is a workload of --training: lossops bench --training --transformers")
     if args.summary or args.markdown:
@@ -182,6 +184,24 @@ def _docs(args: argparse.Namespace) -> int:
     from .regenerate import main as docs_main
 
     return docs_main(write=args.write, goldens=args.goldens, verbs_table=verbs_table())
+
+
+def _class_bench(args: argparse.Namespace) -> int:
+    import json
+    import logging
+    import warnings
+
+    from . import bench_classes
+
+    if args.threads and len(args.threads) > 1:
+        raise ValueError("--classes takes one --threads count")
+    logging.getLogger("torch").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run = bench_classes.bench(blocks=args.blocks, threads=args.threads[0] if args.threads else 1,
+                                  large=args.large, compile_torch=not args.quick)
+    print(json.dumps(run, indent=1) if args.json else bench_classes.table(run), end="")
+    return 0
 
 
 def _train_bench(args: argparse.Namespace) -> int:
@@ -302,6 +322,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="instead: seven training workloads, ms per step in PyTorch eager, torch.compile and "
                        "onnxruntime (decomposition and kernels), one thread each unless --threads (needs "
                        "lossops[train]; --quick leaves torch.compile out)")
+    bench.add_argument("--classes", action="store_true",
+                       help="instead: cross entropy at a classifier's and a language model's sizes, forward and "
+                       "forward+backward, against ORT's standard ops, PyTorch eager and torch.compile (--large: also "
+                       "(512, 128256); --quick leaves torch.compile out)")
     bench.add_argument("--transformers", action="store_true",
                        help="with --training: GPT-2 small's real configuration from Hugging Face transformers (124M "
                        "parameters; minutes to export; needs lossops[transformers])")

@@ -76,6 +76,7 @@ ROOT = Path(__file__).resolve().parent  # the repository root is the package `lo
 GUIDE = ROOT / "docs" / "guide.md"
 README = ROOT / "README.md"
 BENCH_RUNS = ROOT / "docs" / "bench.json"
+CLASS_BENCH = ROOT / "docs" / "bench_classes.json"  # `lossops bench --classes --large --json`
 
 
 def _bench_page() -> str:
@@ -88,6 +89,12 @@ def _bench_summary() -> str:
     from .bench import summary
 
     return summary(_stored_runs())
+
+
+def _class_bench() -> str:
+    from .bench_classes import table
+
+    return table(json.loads(CLASS_BENCH.read_text()))
 
 
 def _stored_runs() -> dict:
@@ -122,7 +129,7 @@ def expected(verbs_table: str) -> dict[Path, str]:
     the `docs` verb hands over: the CLI imports this module, not the other way round)."""
     found = {path: make() for path, make in WHOLE.items()}
     found[GUIDE] = _with_sections(GUIDE, {"operators": operator_table(), "verbs": verbs_table})
-    found[README] = _with_sections(README, {"speed": _bench_summary()})
+    found[README] = _with_sections(README, {"speed": _bench_summary(), "class-losses": _class_bench()})
     return found
 
 

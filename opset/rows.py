@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from onnx import TensorProto, helper
 
-from .shapes import NOT_CLASSES
+from .shapes import NOT_A_CLASS, NOT_CLASSES
 from .spec import LOSS, PER_CLASS, ROWS
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class Rows:
         positive = b.op("Where", b.op("Less", kept, b.int_scalar(0)), self.count, kept)
         if b.static_count == 0:  # no row to check: OpenVINO 2026.4's Gather of an empty index ends the process (SIGFPE)
             return positive
-        rule = f"{b.opdef.name}: input 'target' must hold class indices in [0, C) or ignore_index"
+        rule = f"{b.opdef.name}: {NOT_A_CLASS}"
         return b.op("Gather", self.numbers, positive, name=rule)
 
     def picked(self, x: str) -> str:

@@ -35,6 +35,7 @@ NOT_CLASSES = "input 'input' has shape {shape}; expected (N, C, d1, ...): rank 2
 NOT_ROWS = "input '{input}' has shape {shape}; expected input's shape without its class axis {full}"
 NOT_PER_CLASS = "input '{input}' has shape {shape}; expected {full}, one value per class"
 NOT_LOSS = "input '{input}' has shape {shape}; expected the loss's shape {full}"
+NOT_A_CLASS = "input 'target' must hold class indices in [0, C) or ignore_index"
 
 
 def pieces(template: str) -> tuple[list[str], list[str]]:

@@ -96,7 +96,7 @@ def _planned(op_name: str, inputs: list[np.ndarray | None], attributes: dict,
             raise InvalidInput(f"{op_name}: input '{formal[j].name}' has rank {a.ndim}")
         o = plan["operands"][0, j]
         o["present"], o["address"], o["rank"] = 1, a.ctypes.data, a.ndim
-        o["elem_type"] = ELEMENT_TYPES.get(a.dtype, 0)
+        o["elem_type"] = ELEMENT_TYPES.get(a.dtype, TensorProto.INT64 if a.dtype == np.int64 else 0)
         o["dims"][:a.ndim] = a.shape
     if steps[0](plan.ctypes.data):
         raise InvalidInput(message(plan))

@@ -74,6 +74,10 @@ class _Registered:
         self.struct.KernelComputeV2 = loader.code().trampoline()
         self.struct.KernelDestroy = capi.FREE
 
+    def input_type(self, i: int) -> int:
+        """Input i's element type: the node's T, or int64 for class indices."""
+        return layout.INT64 if self.op.inputs[i].indices else self.elem_type
+
 
 class Host:
     """lossops' kernels as seen by ONNX Runtime: the registered OrtCustomOps and what CreateKernelV2 needs."""
@@ -87,7 +91,7 @@ class Host:
             "CreateKernelV2": capi.CreateKernelV2(self._status_on_error(self._create_kernel)),
             "GetExecutionProviderType": capi.GetString(lambda op: None),
             "GetName": capi.GetString(lambda op: C.addressof(self._op(op).name)),
-            "GetInputType": capi.GetIndexed(lambda op, i: self._op(op).elem_type),
+            "GetInputType": capi.GetIndexed(lambda op, i: self._op(op).input_type(i)),
             "GetInputTypeCount": capi.GetCount(lambda op: len(self._op(op).op.inputs)),
             "GetOutputType": capi.GetIndexed(lambda op, i: self._op(op).elem_type),
             "GetOutputTypeCount": capi.GetCount(lambda op: 1),

@@ -249,14 +249,32 @@ def test_bench_threads_sweep_times_each_count_side_by_side():
     assert all(" · 1.00× · " in row.split("|")[5] for row in rows)
 
 
+def test_bench_classes_times_every_runner_side_by_side():
+    """`--classes --quick`: a forward row and a forward+backward row per shape, each with the kernels' time, every
+    other runner's ratio (torch.compile left out by --quick; ORT's SoftmaxCrossEntropyLoss has no backward) and
+    the share of the roofline."""
+    done = lossops("bench", "--classes", "--quick", "--blocks", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith("| (") and "(N, C)" not in line]
+    assert [row.split(" | ")[:2] for row in rows] == [
+        [f"| ({n}, {c})", call] for n, c in ((64, 10), (4096, 1000), (2048, 32000))
+        for call in ("forward", "forward+backward")]
+    ratio = r"[0-9.]+×"
+    for row in rows:
+        forward = "| forward |" in row
+        assert re.fullmatch(rf"\| \(\d+, \d+\) \| forward(\+backward)? \| [0-9.]+ ms \| {ratio} \| "
+                            rf"{ratio if forward else '-'} \| {ratio} \| - \| [0-9]+% \| \d+ B \|", row), row
+
+
 @pytest.mark.parametrize(("args", "said"), [
     (["--threads", "1,2", "--json"], "a --threads sweep prints its table only"),
+    (["--classes", "--threads", "1,2"], "--classes takes one --threads count"),
     (["--threads", "1,1"], "'1,1' names a count twice"),
     (["--threads", "0"], "0 is not a count"),
     (["--threads", "2,x"], "'x' is not a whole number"),
     (["--training", "--threads", "1,2"], "--training takes one --threads count"),
     (["--transformers"], "--transformers is a workload of --training"),
-    (["--op", "CrossEntropyLoss"], "CrossEntropyLoss has no kernel here, and the bench measures kernels"),
+    (["--op", "CrossEntropyLoss"], "CrossEntropyLoss is a class loss, which it does not measure yet"),
 ])
 def test_bench_thread_counts_it_cannot_take_are_one_line(args, said):
     done = lossops("bench", *args)

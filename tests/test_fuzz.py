@@ -103,7 +103,7 @@ def test_fuzz_against_pytorch(op_name, seed):
     inputs = [None if a is None else a if a.dtype.kind == "i" else np.asarray(a.astype(t)) for a in inputs64]
     model, feeds = node_model(op_name, inputs, dtype, attrs, symbolic=bool(seed % 2))
     in_ort = InferenceSession(model.SerializeToString()).run(None, feeds)[0]
-    if op_name in KERNELS:  # (a class loss runs as its function in the kernels' session: nothing to call directly)
+    if op_name in KERNELS:
         direct = run(op_name, inputs, **attrs)
         assert in_ort.shape == direct.shape
         differ = in_ort.tobytes() != direct.tobytes()

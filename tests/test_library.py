@@ -101,7 +101,7 @@ def test_plain_onnxruntime_and_a_c_host_compute_every_case_as_the_lossops_sessio
     assert done.stderr == ""
     plain = dict(np.load(tmp_path / "out.npz"))
     assert sorted(plain) == sorted(g.name for g in cases)
-    # every operator with a kernel, and the class losses, which run as the functions their models carry
+    # every operator: each has a kernel
     assert {n.op_type for g in cases for n in g.model.graph.node if n.domain == opset.DOMAIN} == set(
         loader.code().ops) | {name for name, op in opset.OPS.items() if op.classes}
     first, c_host = _c_host([g.name for g in cases])
@@ -140,13 +140,23 @@ def test_the_c_host_says_what_it_cannot_read_and_goes_on(tmp_path):
     assert not isinstance(outputs[names[2]], str)
 
 
+def _inputs(op: str) -> list[np.ndarray | None]:
+    """Valid inputs of `op` (its default reduction): 6 values each, or a class loss's (2, 3) logits and targets."""
+    record = opset.get(op)
+    if not record.classes:
+        return [np.linspace(-1, 1, 6, dtype=np.float32)] * len(record.inputs)
+    given = {"grad_output": np.float32(1), "input": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
+             "target": np.array([0, 2])}
+    return [given.get(i.name) for i in record.inputs]
+
+
 def _bad_values(a) -> list:
     """Values of an attribute the record refuses, as ONNX Runtime hands them over: one of its own kind (not
     allowed, or out of range, or not finite) and one of another kind."""
     if a.kind is str:
         return ["mean2", "it's", 1, 0.5]
-    if a.kind is int:
-        return [max(a.allowed or (0,)) + 7, "1", 1.0]
+    if a.kind is int:  # any int (ignore_index): only another kind is refused
+        return ([max(a.allowed) + 7] if a.allowed else []) + ["1", 1.0]
     out_of_range = [a.low - 0.1 if a.low is not None else None, a.high + 0.1 if a.high is not None else None]
     return [v for v in out_of_range if v is not None] + [float("inf"), float("nan"), "0.5", 2]
 
@@ -159,8 +169,7 @@ _CASES = [(op, a.name, v) for op in loader.code().ops for a in opset.get(op).att
 def test_a_bad_attribute_is_refused_with_the_python_paths_message(op, name, value):
     """Session creation fails, in the library and in lossops' own session, with the record's message (the value
     as ONNX Runtime holds it: a FLOAT attribute is a float32)."""
-    x = np.linspace(-1, 1, 6, dtype=np.float32)
-    model, _ = node_model(op, [x] * len(opset.get(op).inputs), "float32", {})
+    model, _ = node_model(op, _inputs(op), "float32", {})
     model.graph.node[0].attribute.append(helper.make_attribute(name, value))
     held = float(np.float32(value)) if isinstance(value, float) else value
     with pytest.raises(ValueError) as python_path:
@@ -182,8 +191,7 @@ _FOREIGN = [(op, name) for op in loader.code().ops for name in sorted(
 def test_another_operators_attribute_is_refused_with_the_python_paths_message(op, name):
     """ONNX Runtime's C API cannot list a node's attributes, so the library asks for the names it knows: those
     of the other operators (an attribute on the wrong operator), refused as the Python path refuses them."""
-    x = np.linspace(-1, 1, 6, dtype=np.float32)
-    model, _ = node_model(op, [x] * len(opset.get(op).inputs), "float32", {})
+    model, _ = node_model(op, _inputs(op), "float32", {})
     model.graph.node[0].attribute.append(helper.make_attribute(name, 0.5))
     with pytest.raises(ValueError) as python_path:
         opset.get(op).resolve({name: 0.5})
@@ -471,7 +479,8 @@ def test_the_tables_come_from_the_records():
     text = library.tables({}, targets.ARCH)
     for op in loader.code().ops:
         record = opset.get(op)
-        assert f'{{"{op}", {len(record.inputs)}, {op}_optional, {len(record.attributes)}, {op}_attributes, ' in text
+        assert (f'{{"{op}", {len(record.inputs)}, {op}_optional, {op}_indices, {len(record.attributes)}, '
+                f'{op}_attributes, ') in text
         for a in record.attributes:  # the refusals, in opset/spec.py's words, this attribute's filled in
             assert _format(NOT_ALLOWED, op=op, name=a.name, expected=a.expectation()) in text
     assert "#define SLOT_CustomOpDomain_Add 27" in text

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 from onnx import AttributeProto, TensorProto, helper
 
@@ -48,7 +49,7 @@ def _bad_values(a) -> dict[str, object]:
     return found
 
 
-# the operators the native library registers: those with a kernel (a class loss runs as its function there)
+# the operators the native library registers: those with a kernel
 NATIVE = [op for op in opset.OPS.values() if op.name in KERNELS]
 
 
@@ -73,7 +74,7 @@ _RUN = """
     import numpy as np, onnxruntime
     from onnx import helper, TensorProto
     import pickle
-    cases, path = pickle.loads(bytes.fromhex(sys.argv[1])), sys.argv[2]
+    cases, path = pickle.loads(sys.stdin.buffer.read()), sys.argv[1]
     if path == "native":
         from lossops.ort_ext import library_path
         options = onnxruntime.SessionOptions()
@@ -81,8 +82,7 @@ _RUN = """
     else:
         from lossops.ort_ext import InferenceSession
     out = {}
-    for name, (op, n_inputs, model) in cases.items():
-        feeds = {f"in{k}": np.linspace(0.1, 0.9, 6, dtype=np.float32) for k in range(n_inputs)}
+    for name, (op, feeds, model) in cases.items():
         try:
             if path == "native":
                 session = onnxruntime.InferenceSession(model, options, providers=["CPUExecutionProvider"])
@@ -98,30 +98,37 @@ _RUN = """
 """
 
 
-def _models() -> dict[str, tuple[str, int, bytes]]:
-    import pickle  # noqa: F401 - the child unpickles what this builds
-
+def _models() -> dict[str, tuple[str, dict, bytes]]:
+    """Case name -> (operator, feeds, model): float32 inputs of 6 values, or a class loss's (2, 3) logits and int64
+    targets."""
     found = {}
     for name, (op_name, attrs) in corpus().items():
         op = opset.get(op_name)
-        inputs = [f"in{k}" for k in range(len([i for i in op.inputs if not i.optional]))]
+        required = [i for i in op.inputs if not i.optional]
+        inputs = [f"in{k}" for k in range(len(required))]
+        values = {"grad_output": np.float32(1), "input": np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3),
+                  "target": np.array([0, 2])} if op.classes else {}
+        feeds = {n: values.get(i.name, np.linspace(0.1, 0.9, 6, dtype=np.float32))
+                 for n, i in zip(inputs, required, strict=True)}
         node = helper.make_node(op_name, inputs, ["out"], domain=opset.DOMAIN)
         node.attribute.extend(helper.make_attribute(k, v) for k, v in attrs)
-        graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(i, TensorProto.FLOAT, [6])
-                                                for i in inputs],
+        declared = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+                    for n, a in feeds.items()]
+        graph = helper.make_graph([node], "g", declared,
                                   [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)])
         version = 2 if name == "domain version 2" else opset.VERSION
         model = helper.make_model(graph, ir_version=opset.IR_VERSION, opset_imports=[
             helper.make_opsetid("", 21), helper.make_opsetid(opset.DOMAIN, version)])
-        found[name] = (op_name, len(inputs), model.SerializeToString())
+        found[name] = (op_name, feeds, model.SerializeToString())
     return found
 
 
 def _verdicts(path: str, models: dict) -> dict[str, list]:
     import pickle
 
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_RUN), pickle.dumps(models).hex(), path],
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_RUN), path], input=pickle.dumps(models),
+                          capture_output=True, timeout=600)
+    done = subprocess.CompletedProcess(done.args, done.returncode, done.stdout.decode(), done.stderr.decode())
     assert done.returncode == 0, f"the {path} host's process did not survive the corpus: {done.stderr[-3000:]}"
     return json.loads(done.stdout.splitlines()[-1])
 

@@ -642,17 +642,31 @@ def _plan_impl(op, address):
     if k is None:
         return None
     description, names = k.description, k.names
+    if k.rows:
+        from . import rows
+
+        def rows_impl(op, address):  # the class losses' planner, compiled in (it is small)
+            _describe(address, description, names)
+            return rows.planner(address)
+
+        return rows_impl
 
     def impl(op, address):  # describes the operator in the record, then calls the planner by its symbol
-        w = view(address, PLAN_WORDS, np.int64)
-        for i in range(OP_WORDS):
-            w[OP + i] = description[i]
-        b = view(address + NAMES, NAMES_BYTES, np.uint8)
-        for i in range(len(names)):
-            b[i] = names[i]
+        _describe(address, description, names)
         return call_planner(address)
 
     return impl
+
+
+@_jit
+def _describe(address, description, names):
+    """The operator's words and names, written into the record for the planner."""
+    w = view(address, PLAN_WORDS, np.int64)
+    for i in range(OP_WORDS):
+        w[OP + i] = description[i]
+    b = view(address + NAMES, NAMES_BYTES, np.uint8)
+    for i in range(len(names)):
+        b[i] = names[i]
 
 
 def _by_element_type(step, value, only=None):
@@ -685,6 +699,15 @@ def _by_element_type(step, value, only=None):
     return call
 
 
+def _steps(k):
+    """(start, task, finish) of a kernel: the tile engine's, or the class losses' (rows.py)."""
+    if k.rows:
+        from . import rows
+
+        return rows.start, rows.task_for(k.op.name), rows.finish
+    return _start, _task_for(k.op.name), _finish
+
+
 def _literal(elem):
     """The element type an entry point is compiled for: an integer literal, or None (every type)."""
     return elem.literal_value if isinstance(elem, types.IntegerLiteral) else None
@@ -695,7 +718,7 @@ def _start_impl(op, address, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_start, len(k.op.inputs), _literal(elem))
+    call = _by_element_type(_steps(k)[0], len(k.op.inputs), _literal(elem))
     return lambda op, address, elem=None: call(address, 0)
 
 
@@ -704,7 +727,7 @@ def _task_impl(op, address, i, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_task_for(op.literal_value), k.op.principal, _literal(elem))
+    call = _by_element_type(_steps(k)[1], k.op.principal, _literal(elem))
     return lambda op, address, i, elem=None: call(address, i)
 
 
@@ -713,5 +736,5 @@ def _finish_impl(op, address, elem=None):
     k = _kernel(op)
     if k is None:
         return None
-    call = _by_element_type(_finish, k.op.principal, _literal(elem))
+    call = _by_element_type(_steps(k)[2], k.op.principal, _literal(elem))
     return lambda op, address, elem=None: call(address, 0)

@@ -31,13 +31,15 @@ SUMBACK_BYTES = 32 << 20
 ABSENT, FULL, PERIODIC, GENERAL, UNREAD = 0, 1, 2, 3, 4
 # what a call computes
 ELEMENTWISE, REDUCE, SUMBACK = 0, 1, 2
-# status
-OK, MISSING, WRONG_TYPE, NOT_EXACT, NOT_FITS, NOT_BROADCAST, TOO_MANY_DIMS, TOO_LARGE = range(8)
+# status (the last six: the class losses' rules, kernels/rows.py)
+(OK, MISSING, WRONG_TYPE, NOT_EXACT, NOT_FITS, NOT_BROADCAST, TOO_MANY_DIMS, TOO_LARGE,
+ NOT_CLASSES, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_INDICES, BAD_CLASS) = range(14)
 # shape rules, as codes (opset.spec)
-RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3}
-_EXACT, _FITS, _BROADCAST = 1, 2, 3
+RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3, "classes": 4, "rows": 5, "per class": 6, "loss": 7}
+_EXACT, _FITS, _BROADCAST, _CLASSES, _ROWS, _PER_CLASS, _LOSS = 1, 2, 3, 4, 5, 6, 7
 # ONNX element types (TensorProto) and their storage in the loops: numba has no float16/bfloat16 scalars
 FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
+INT64 = 7  # the class losses' targets
 ELEMENT_TYPES = {FLOAT: np.dtype(np.float32), DOUBLE: np.dtype(np.float64), FLOAT16: np.dtype(np.uint16),
                  BFLOAT16: np.dtype(np.int16)}
 REDUCTION_CODES = {name: code for code, name in enumerate(REDUCTIONS)}  # aten's and aclnn's codes
@@ -62,6 +64,9 @@ PLAN = np.dtype([
     ("stream", _i8),  # 1: the output is written with non-temporal stores (when its address allows)
     ("workspace", _i8), ("workspace_bytes", _i8), ("partials", _i8), ("accumulator", _i8),
     ("rank", _i8), ("dims", _i8, (MAX_RANK,)),  # F, merged
+    # a class loss (kernels/rows.py): its C classes, the elements of one class's plane (d1 * d2 * ...), the
+    # kept rows' total weight and the classes' (float64), and the flat index of an out-of-range target
+    ("classes", _i8), ("inner", _i8), ("kept", np.float64), ("spread", np.float64), ("bad_at", _i8),
     ("out_dims", _i8, (MAX_RANK,)),
     ("operands", OPERAND, (MAX_INPUTS,)),
     ("op", _i8, (5 + 3 * MAX_INPUTS,)),  # what the plan needs of the operator (`op_description`)
@@ -78,12 +83,13 @@ def _word(dtype: np.dtype, name: str) -> int:
 
 _FIELDS = ("status", "culprit", "other", "elem_type", "itemsize", "reduction", "params", "mode", "n", "ntiles",
            "task_tiles", "ntasks", "chunk", "scale", "out_rank", "out_numel", "out_address", "stream", "workspace",
-           "workspace_bytes", "partials", "accumulator", "rank", "dims", "out_dims", "operands", "op")
+           "workspace_bytes", "partials", "accumulator", "rank", "dims", "classes", "inner", "kept", "spread", "bad_at",
+           "out_dims", "operands", "op")
 # every field but the bytes, each named: a field added to PLAN and not here fails the import
 assert set(_FIELDS) == set(PLAN.names) - {"names", "message"}, set(PLAN.names) ^ set(_FIELDS)
 (STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, PARAMS, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
- OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, OUT_DIMS,
- OPERANDS, OP) = (_word(PLAN, f) for f in _FIELDS)
+ OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, CLASSES,
+ INNER, KEPT, SPREAD, BAD_AT, OUT_DIMS, OPERANDS, OP) = (_word(PLAN, f) for f in _FIELDS)
 NAMES, MESSAGE = PLAN.fields["names"][1], PLAN.fields["message"][1]  # in bytes
 # the words of `op`: input count, principal input, reduces, 1 + the input whose shape the output has (0: F),
 # tiles per task, then per input slot its shape rule (RULE_CODES), whether it is optional, whether the loop

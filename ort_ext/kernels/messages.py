@@ -9,19 +9,28 @@ import numpy as np
 
 from ...opset import shapes
 from .layout import (
+    BAD_AT,
+    BAD_CLASS,
     BFLOAT16,
+    CLASSES,
     CULPRIT,
     DOUBLE,
     ELEM_TYPE,
     FLOAT,
     FLOAT16,
+    INT64,
     MAX_RANK,
     MESSAGE,
     MESSAGE_BYTES,
     MISSING,
     NOT_BROADCAST,
+    NOT_CLASSES,
     NOT_EXACT,
     NOT_FITS,
+    NOT_INDICES,
+    NOT_LOSS,
+    NOT_PER_CLASS,
+    NOT_ROWS,
     O_DIMS,
     O_ELEM_TYPE,
     O_RANK,
@@ -56,6 +65,12 @@ def _template(template: str, fields: list[str]) -> tuple[np.ndarray, ...]:
 _EXACT_TEXTS = _template(shapes.NOT_EXACT, ["input", "shape", "full"])
 _FITS_TEXTS = _template(shapes.NOT_FITS, ["input", "shape", "full"])
 _BROADCAST_TEXTS = _template(shapes.NOT_BROADCAST, ["input", "shape", "other", "other_shape"])
+_CLASSES_TEXTS = _template(shapes.NOT_CLASSES, ["shape"])
+_ROWS_TEXTS = _template(shapes.NOT_ROWS, ["input", "shape", "full"])
+_PER_CLASS_TEXTS = _template(shapes.NOT_PER_CLASS, ["input", "shape", "full"])
+_LOSS_TEXTS = _template(shapes.NOT_LOSS, ["input", "shape", "full"])
+_NOT_A_CLASS = _b(": " + shapes.NOT_A_CLASS + "; it holds ")
+_AT_INDEX, _C_IS, _INDICES = _b(" at flat index "), _b(" (C = "), _b("; expected int64 class indices")
 _REQUIRED = _b(": required input '")
 _IS_MISSING = _b("' is missing")
 _HAS_TYPE = _b("' has element type ")
@@ -64,7 +79,7 @@ _LIKE_T = _b(" (the node's type T)")
 _HAS_RANK = _b("' has rank ")
 _MAX_DIMS = _b(f"; the lossops kernels take at most {MAX_RANK} dimensions")
 _TOO_LARGE = _b(": the inputs' shapes have more than 2**62 elements")
-_TYPE_NAMES = _b("float\0float16\0double\0bfloat16\0an unsupported type\0")
+_TYPE_NAMES = _b("float\0float16\0double\0bfloat16\0an unsupported type\0int64\0")
 _MINUS = _b("-")
 _OPEN, _CLOSE, _COMMA, _COMMA_CLOSE = _b("("), _b(")"), _b(", "), _b(",)")
 
@@ -132,6 +147,8 @@ def _type_index(elem_type):
         return 1
     if elem_type == DOUBLE:
         return 2
+    if elem_type == INT64:
+        return 5
     return 3 if elem_type == BFLOAT16 else 4
 
 
@@ -157,8 +174,27 @@ def describe(w, address, names, full):
         pos = put(msg, pos, _EXPECTED)
         pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[ELEM_TYPE]))
         pos = put(msg, pos, _LIKE_T)
-    elif status == NOT_EXACT or status == NOT_FITS:
-        texts = _EXACT_TEXTS if status == NOT_EXACT else _FITS_TEXTS
+    elif status == NOT_CLASSES:
+        pos = put(msg, pos, _CLASSES_TEXTS[0])
+        pos = _put_shape(msg, pos, dims, w[a + O_RANK])
+        pos = put(msg, pos, _CLASSES_TEXTS[1])
+    elif status == NOT_INDICES:
+        pos = put(msg, pos, _COLON_INPUT)
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = put(msg, pos, _HAS_TYPE)
+        pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[a + O_ELEM_TYPE]))
+        pos = put(msg, pos, _INDICES)
+    elif status == BAD_CLASS:
+        pos = put(msg, pos, _NOT_A_CLASS)
+        pos = put_int(msg, pos, other)
+        pos = put(msg, pos, _AT_INDEX)
+        pos = put_int(msg, pos, w[BAD_AT])
+        pos = put(msg, pos, _C_IS)
+        pos = put_int(msg, pos, w[CLASSES])
+        pos = put(msg, pos, _CLOSE)
+    elif status in (NOT_EXACT, NOT_FITS, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS):
+        texts = _EXACT_TEXTS if status == NOT_EXACT else _FITS_TEXTS if status == NOT_FITS else (
+            _ROWS_TEXTS if status == NOT_ROWS else _PER_CLASS_TEXTS if status == NOT_PER_CLASS else _LOSS_TEXTS)
         pos = put(msg, pos, texts[0])
         pos = _put_name(msg, pos, names, 1 + culprit)
         pos = put(msg, pos, texts[1])

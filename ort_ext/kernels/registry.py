@@ -31,6 +31,7 @@ class Kernel:
     tile: Callable
     reads: tuple[bool, ...]  # per input slot (padded to layout.MAX_INPUTS): does the loop read its data
     task_tiles: int  # tiles per task: a task is the unit of work handed to a thread
+    rows: bool = False  # a class loss: `tile` is its row function, run by kernels/rows.py
 
     @property
     def description(self) -> np.ndarray:
@@ -44,6 +45,22 @@ class Kernel:
 
 
 KERNELS: dict[str, Kernel] = {}
+
+
+def row_kernel(op_name: str, *, task_elements: int):
+    """Register the row function of the class loss `op_name` (kernels/rows.py says what it computes); a task
+    takes whole rows, about `task_elements` class values."""
+    op = opset.get(op_name)
+    if not op.classes:
+        raise ValueError(f"{op_name}: not a class loss; its kernel is a tile loop (@kernel)")
+
+    def register(row):
+        slots = (True,) * len(op.inputs) + (False,) * (layout.MAX_INPUTS - len(op.inputs))
+        layout.op_names(op)
+        KERNELS[op_name] = Kernel(op, row, slots, max(1, task_elements // layout.TILE), rows=True)
+        return row
+
+    return register
 
 
 def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):

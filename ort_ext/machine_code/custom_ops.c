@@ -54,6 +54,7 @@ struct lossops_op {
     const char *name;
     int n_inputs;
     const unsigned char *optional;
+    const unsigned char *indices; /* per input: class indices (int64) rather than the node's type T */
     int n_attributes;
     const struct lossops_attribute *attributes;
     int n_foreign;
@@ -518,7 +519,11 @@ static OrtStatus *create_kernel(const void *self, const void *api, const void *i
 
 static const char *get_name(const void *self) { return ((const struct custom_op *)self)->op->name; }
 static const char *get_provider(const void *self) { (void)self; return NULL; }
-static int get_type(const void *self, size_t i) { (void)i; return ((const struct custom_op *)self)->elem_type; }
+static int get_type(const void *self, size_t i) {
+    const struct custom_op *c = self;
+    return c->op->indices[i] ? INT64 : c->elem_type;
+}
+static int output_type(const void *self, size_t i) { (void)i; return ((const struct custom_op *)self)->elem_type; }
 static size_t input_count(const void *self) { return (size_t)((const struct custom_op *)self)->op->n_inputs; }
 static size_t output_count(const void *self) { (void)self; return 1; }
 static int input_characteristic(const void *self, size_t i) {
@@ -547,7 +552,7 @@ static void fill(void) {
             c->ort.GetExecutionProviderType = (void *)get_provider;
             c->ort.GetInputType = (void *)get_type;
             c->ort.GetInputTypeCount = (void *)input_count;
-            c->ort.GetOutputType = (void *)get_type;
+            c->ort.GetOutputType = (void *)output_type;
             c->ort.GetOutputTypeCount = (void *)output_count;
             c->ort.GetInputCharacteristic = (void *)input_characteristic;
             c->ort.GetOutputCharacteristic = (void *)output_characteristic;

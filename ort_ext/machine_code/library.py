@@ -159,8 +159,8 @@ def tables(level_files: dict[str, bytes], arch: str) -> str:
               if name in ("FLOATS", "INTS", "STRINGS", "TENSOR")]
     lines += [f"#define SLOT_{name} {slot}" for name, slot in capi.SLOTS.items()]
     lines += [f"#define {name} {getattr(layout, name)}"
-              for name in ("S_COMPUTE", "S_API", "S_WORKER", "S_ELEM_TYPE", "S_ITEMSIZE", "S_REDUCTION", "S_PARAMS",
-                           "STATE_WORDS")]
+              for name in ("INT64", "S_COMPUTE", "S_API", "S_WORKER", "S_ELEM_TYPE", "S_ITEMSIZE", "S_REDUCTION",
+                           "S_PARAMS", "STATE_WORDS")]
     fields = [f"    {'uint32_t ' if ctype is capi.C.c_uint32 else 'void *'}{name};"
               for name, ctype in capi.OrtCustomOp._fields_]
     lines += ["typedef struct {", *fields, "} lossops_custom_op;"]
@@ -191,11 +191,13 @@ def tables(level_files: dict[str, bytes], arch: str) -> str:
             attributes.append(entry)
         lines.append(f"static const unsigned char {name}_optional[] = "
                      f"{{{', '.join(str(int(i.optional)) for i in op.inputs)}}};")
+        lines.append(f"static const unsigned char {name}_indices[] = "
+                     f"{{{', '.join(str(int(i.indices)) for i in op.inputs)}}};")
         lines.append(f"static const struct lossops_attribute {name}_attributes[] = {{")
         lines += [f"    {entry}," for entry in attributes]
         lines.append("};")
         unknown = _format(spec.UNKNOWN_ATTRIBUTE, op=op.name, names=op.attribute_names)
-        entries.append(f"    {{{_c(name)}, {len(op.inputs)}, {name}_optional, {len(op.attributes)}, "
+        entries.append(f"    {{{_c(name)}, {len(op.inputs)}, {name}_optional, {name}_indices, {len(op.attributes)}, "
                        f"{name}_attributes, {len(foreign)}, {name}_foreign, {_c(unknown)}}},")
     lines += ["static const struct lossops_op OPS[] = {", *entries, "};"]
     return "\n".join(lines) + "\n"

@@ -1,0 +1,180 @@
+"""`lossops bench --classes`: cross entropy at a classifier's and a language model's sizes, float32, `mean`, a
+quarter of the rows ignored: the forward alone and a training step's forward and backward, each on the lossops
+kernels, on ONNX Runtime's standard ops (SoftmaxCrossEntropyLoss for the forward; the lossops decomposition, which
+has no standard-op backward to compare with, for both), in PyTorch eager and in torch.compile, with the memory
+roofline measured alongside, side by side in one run (timing.py)."""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import onnxruntime
+from onnx import TensorProto, helper
+
+from . import opset
+from .extras import available
+from .ort_ext import InferenceSession
+from .ort_ext.arrays import workspace_bytes
+from .timing import steady
+
+SHAPES = [(64, 10), (4096, 1000), (2048, 32000)]
+LARGE_SHAPES = [(512, 128256)]  # a Llama 3 vocabulary
+
+
+def _feeds(n: int, c: int) -> dict[str, np.ndarray]:
+    r = np.random.default_rng(0)
+    t = r.integers(0, c, n)
+    t[::4] = -100
+    return {"input": r.normal(size=(n, c)).astype(np.float32), "target": t}
+
+
+def _model(nodes: list, n: int, c: int, outputs: list[str], grad: bool) -> bytes:
+    vi = helper.make_tensor_value_info
+    inputs = [vi("input", TensorProto.FLOAT, [n, c]), vi("target", TensorProto.INT64, [n])]
+    if grad:
+        inputs.insert(0, vi("grad_output", TensorProto.FLOAT, []))
+    graph = helper.make_graph(nodes, "bench", inputs, [vi(o, TensorProto.FLOAT, None) for o in outputs])
+    return opset.make_model(graph).SerializeToString()
+
+
+def _runners(n: int, c: int, so, compile_torch: bool) -> tuple[dict, dict]:
+    """(forward runners, forward-and-backward runners) on the same data."""
+    feeds = _feeds(n, c)
+    step_feeds = {"grad_output": np.array(1.0, np.float32), **feeds}
+    loss = opset.make_node("CrossEntropyLoss", ["input", "target"], ["loss"], reduction="mean")
+    step = [loss, opset.make_node("CrossEntropyLossGrad", ["grad_output", "input", "target"], ["grad"],
+                                  reduction="mean")]
+    forward_model, step_model = _model([loss], n, c, ["loss"], False), _model(step, n, c, ["loss", "grad"], True)
+    standard = helper.make_node("SoftmaxCrossEntropyLoss", ["input", "target"], ["loss"], ignore_index=-100)
+    forward, backward = {}, {}
+    for mode in ("kernels", "decomposition"):
+        s = InferenceSession(forward_model, so, mode=mode)
+        forward[mode] = lambda s=s: s.run(None, feeds)
+        s = InferenceSession(step_model, so, mode=mode)
+        backward[mode] = lambda s=s: s.run(None, step_feeds)
+    s = onnxruntime.InferenceSession(_model([standard], n, c, ["loss"], False), so,
+                                     providers=["CPUExecutionProvider"])
+    forward["ort_standard"] = lambda s=s: s.run(None, feeds)
+    if available("torch"):
+        import torch
+        import torch.nn.functional as F
+
+        x, t = torch.from_numpy(feeds["input"]), torch.from_numpy(feeds["target"])
+        xg = x.clone().requires_grad_(True)
+
+        def eager_forward():
+            return F.cross_entropy(x, t)
+
+        def eager_step():
+            loss = F.cross_entropy(xg, t)
+            (grad,) = torch.autograd.grad(loss, xg)
+            return loss, grad
+
+        forward["torch"], backward["torch"] = eager_forward, eager_step
+        if compile_torch:
+            torch._dynamo.reset()
+            try:
+                forward["compiled"] = torch.compile(eager_forward, dynamic=False)
+                backward["compiled"] = torch.compile(eager_step, dynamic=False)
+                forward["compiled"](), backward["compiled"]()
+            except Exception as e:  # inductor's failures have many types: the run goes on without the column
+                print(f"lossops bench: torch.compile failed here, its column left out ({type(e).__name__})",
+                      file=sys.stderr)
+                forward.pop("compiled", None), backward.pop("compiled", None)
+    return forward, backward
+
+
+def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch: bool = True) -> dict:
+    """Every shape's forward and step rows, with the run's environment."""
+    so = onnxruntime.SessionOptions()
+    so.intra_op_num_threads = threads
+    if available("torch"):
+        import torch
+
+        torch.set_num_threads(threads)
+    rows = []
+    with ThreadPoolExecutor(threads) as pool:
+        for n, c in SHAPES + (LARGE_SHAPES if large else []):
+            forward, step = _runners(n, c, so, compile_torch)
+            logits = n * c * 4
+            # the least either must move: the forward reads the logits once; a step reads them in the forward
+            # and in the backward and writes the gradient
+            copy = _Copy(logits, pool, threads)
+            calls = max(3, min(50, int(2e7 // (n * c))))
+            quiet = threads > 1 or n * c >= 10**6
+            timed = steady({**forward, "copy": copy}, blocks=blocks, calls=calls, quiet=quiet)
+            timed_step = steady(step, blocks=blocks, calls=calls, quiet=quiet)
+            extra = max(workspace_bytes("CrossEntropyLoss", [np.zeros((n, c), np.float32), np.zeros(n, np.int64),
+                                                             None], reduction="mean"),
+                        workspace_bytes("CrossEntropyLossGrad", [np.float32(1), np.zeros((n, c), np.float32),
+                                                                 np.zeros(n, np.int64), None], reduction="mean"))
+            for what, t, moved in (("forward", timed, logits), ("forward+backward", timed_step, 3 * logits)):
+                rows.append({"shape": [n, c], "what": what, "extra_bytes": extra, "bytes": moved,
+                             "roofline_s": moved / logits * timed["copy"].median / 2,  # copy moves 2x its bytes
+                             **{k: {"median": v.median, "spread": v.spread} for k, v in t.items() if k != "copy"}})
+            print(table_row(rows[-2]), file=sys.stderr, flush=True)
+            print(table_row(rows[-1]), file=sys.stderr, flush=True)
+    return {"environment": {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
+                            "cpus": os.cpu_count(), "threads": threads,
+                            "versions": _versions()}, "rows": rows}
+
+
+class _Copy:
+    """numpy's copy of `nbytes`, split over the threads (numpy releases the GIL): the memory roofline."""
+
+    def __init__(self, nbytes: int, pool: ThreadPoolExecutor, threads: int):
+        self.a = np.ones(max(1, nbytes // 4), np.float32)
+        self.b = np.empty_like(self.a)
+        self.pool, self.threads = pool, threads
+
+    def _part(self, k: int) -> None:
+        lo, hi = self.a.size * k // self.threads, self.a.size * (k + 1) // self.threads
+        np.copyto(self.b[lo:hi], self.a[lo:hi])
+
+    def __call__(self) -> None:
+        list(self.pool.map(self._part, range(self.threads)))
+
+
+def _versions() -> dict:
+    found = {"onnxruntime": onnxruntime.__version__}
+    if available("torch"):
+        import torch
+
+        found["torch"] = torch.__version__
+    return found
+
+
+COLUMNS = {"decomposition": "ORT, lossops decomposition", "ort_standard": "ORT SoftmaxCrossEntropyLoss",
+           "torch": "PyTorch eager", "compiled": "torch.compile"}
+
+
+def _ratio(row: dict, other: str) -> str:
+    return f"{row[other]['median'] / row['kernels']['median']:.2f}×" if other in row else "-"
+
+
+def table_row(row: dict) -> str:
+    n, c = row["shape"]
+    cells = [f"({n}, {c})", row["what"], f"{row['kernels']['median'] * 1e3:.3f} ms",
+             *(_ratio(row, k) for k in COLUMNS), f"{row['roofline_s'] / row['kernels']['median']:.0%}",
+             f"{row['extra_bytes']} B"]
+    return "| " + " | ".join(cells) + " |"
+
+
+def table(run: dict) -> str:
+    """The run as a Markdown table (what `lossops bench --classes` prints and the README shows)."""
+    env = run["environment"]
+    head = (f"`lossops bench --classes`, {env['date']}, {env['machine']}, {env['cpus']} CPUs ({env['threads']} "
+            f"thread{'s' if env['threads'] > 1 else ''}), " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
+    lines = [head, "", "CrossEntropyLoss, float32, `mean`, a quarter of the rows ignored. Each other runner's time "
+             "over the kernels' (above 1: the kernels are faster); of roofline: the least the call must move (the "
+             "logits once for the forward; twice and the gradient written for a step) at numpy's copy bandwidth, "
+             "over the kernels' time; extra: the kernels' heap beyond inputs and outputs.", "",
+             "| (N, C) | call | kernels | " + " | ".join(f"vs {v}" for v in COLUMNS.values())
+             + " | of roofline | extra |", "|---|---|---|" + "---|" * (len(COLUMNS) + 2)]
+    lines += [table_row(r) for r in run["rows"]]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,26 @@
+"""Kernel of CrossEntropyLoss: a row's log-sum-exp from its maximum and its sum of exponentials (two passes),
+then (1 - e) * weight[c] * (lse - x[c]) + (e / C) * sum_k weight[k] * (lse - x[k])."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..halves import load
+from ..mathf import log
+from ..registry import row_kernel
+from ..rows import row_max, row_sum_below, row_sum_exp
+
+
+@row_kernel("CrossEntropyLoss", task_elements=1 << 14)
+@numba.njit(error_model="numpy", nogil=True)
+def cross_entropy_loss(x, s, c, t, w, weighted, wt, spread, params):
+    top = row_max(x, s, c)
+    lse = np.float64(top) + log(row_sum_exp(x, s, c, top))  # mathf's: the wheel's code calls no libm
+    loss = wt * (lse - np.float64(load(x[t * s])))
+    e = params[1]
+    if e == 0.0:  # no smoothing term, even where a logit is -inf (it would be inf), as PyTorch
+        return loss
+    # sum_k weight[k] * (lse - x[k]) = sum_k weight[k] * (top - x[k]) + (lse - top) * sum_k weight[k]
+    smooth = row_sum_below(x, s, c, top, w, weighted) + (lse - np.float64(top)) * spread
+    return (1.0 - e) * loss + e / c * smooth
