@@ -123,21 +123,22 @@ def _ce(x, t, **kw):
 
 
 def test_cross_entropy_at_extreme_logits():
-    """Logits of 1e4 (an exponential would overflow without the row's maximum), a certain prediction (the
-    target's gradient p - 1 cancels: computed apart, in float64) and -inf at classes no target picks."""
-    x = np.array([[1e4, 0.0, -1e4], [30.0, -30.0, 0.0], [0.0, -np.inf, 5.0]], np.float32)
-    t = np.array([0, 1, 2])
+    """Logits of 1e4, a certain prediction (the target's gradient p - 1 cancels: computed apart, in float64), -inf
+    at classes no target picks, and a target logit so far below the row's maximum that the one-pass sum (shifted by
+    the target's logit) overflows float32 and is redone from the maximum."""
+    x = np.array([[1e4, 0.0, -1e4], [30.0, -30.0, 0.0], [0.0, -np.inf, 5.0], [80.0, -80.0, 0.0]], np.float32)
+    t = np.array([0, 1, 2, 1])
     for red in ("none", "sum"):
         loss, grad = _ce(x.astype(np.float64), t, reduction=red)
         got = run("CrossEntropyLoss", [x, t, None], reduction=red)
         np.testing.assert_allclose(got, loss, rtol=2e-6, atol=0)
-        g = np.ones(3, np.float32) if red == "none" else np.float32(1)
+        g = np.ones(4, np.float32) if red == "none" else np.float32(1)
         got_grad = run("CrossEntropyLossGrad", [g, x, t, None], reduction=red)
         np.testing.assert_allclose(got_grad, grad, rtol=2e-6, atol=1e-30)
     # a NaN logit makes its row's loss NaN (its maximum passes it over, its sum does not)
     x[1, 2] = np.nan
     got = run("CrossEntropyLoss", [x, t, None], reduction="none")
-    assert np.isnan(got[1]) and np.isfinite(got[[0, 2]]).all()
+    assert np.isnan(got[1]) and np.isfinite(got[[0, 2, 3]]).all()
 
 
 def test_task_split_does_not_change_a_reduced_loss_with_threads():

@@ -12,8 +12,9 @@ It follows engine.py's steps on the same PLAN record (layout.py) and front ends:
     finish   a loss: the tasks' float64 sums, added in task order, divided by the kept rows' weight for `mean`
 
 Each operator supplies its row function (`ops/<operator>.py`, registered with `@row_kernel`), written with the
-passes below: the row's maximum, then its sum of exponentials (float64), so that the log-sum-exp and the
-softmax are read from the logits in two passes and a gradient row is written once, with nothing of (N, C) kept.
+passes below: the sum of exponentials (float64) shifted by the target's logit, one pass over the row in the
+common case (`row_exp_sum`), so that the log-sum-exp and the softmax are read from the logits once and a
+gradient row is written once, with nothing of (N, C) kept.
 """
 
 from __future__ import annotations
@@ -175,6 +176,21 @@ def row_exp_into(x, s, c, shift, out):
         out[k * s] = v
         total += np.float64(v)
     return total
+
+
+@_jit
+def row_exp_sum(x, s, c, t, out, keep):
+    """(shift, sum over the row of exp(x - shift) in float64), with out[k] = exp(x[k] - shift) where `keep`. The
+    shift is the target's logit, so that one pass does: every term is at most exp(max - x[t]) and the target's is 1,
+    so the sum neither underflows nor (within the type's range) overflows. Where it does overflow, or a value is
+    not finite, the pass is done again from the row's maximum (a NaN stays NaN: the maximum passes it over, the
+    sum does not)."""
+    shift = load(x[t * s])
+    total = row_exp_into(x, s, c, shift, out) if keep else row_sum_exp(x, s, c, shift)
+    if not total < np.inf:
+        shift = row_max(x, s, c)
+        total = row_exp_into(x, s, c, shift, out) if keep else row_sum_exp(x, s, c, shift)
+    return shift, total
 
 
 @_sum_jit

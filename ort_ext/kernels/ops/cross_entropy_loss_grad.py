@@ -1,4 +1,4 @@
-"""Kernel of CrossEntropyLossGrad: a row's softmax p from its maximum and sum of exponentials, written once as
+"""Kernel of CrossEntropyLossGrad: a row's softmax p from its sum of exponentials (rows.row_exp_sum), written once as
 coef * (p[k] * ((1 - e) * weight[c] + (e / C) * sum_j weight[j]) - (e / C) * weight[k]), less
 coef * (1 - e) * weight[c] at the target c."""
 
@@ -11,19 +11,18 @@ from ..halves import load, store, store_rounded
 from ..mathf import exp
 from ..native import like
 from ..registry import row_kernel
-from ..rows import exact, row_exp_into, row_max, row_sum_exp
+from ..rows import exact, row_exp_sum
 
 
 @row_kernel("CrossEntropyLossGrad", task_elements=1 << 14)
 @numba.njit(error_model="numpy", nogil=True)
 def cross_entropy_loss_grad(x, s, c, t, w, weighted, wt, spread, params, coef, out):
-    top = row_max(x, s, c)
     e = params[1]
     hit = coef * (1.0 - e) * wt  # the target's own term
     share = coef * e / c  # the smoothed term's, per unit of weight
     a = hit + share * spread  # what p[k] is multiplied by
     if exact(out):  # float and double: the exponentials are kept in the gradient's row, then scaled in place
-        total = row_exp_into(x, s, c, top, out)
+        top, total = row_exp_sum(x, s, c, t, out, True)
         scale, spread_k = like(top, a / total), like(top, share)
         if weighted:
             for k in range(c):
@@ -32,7 +31,7 @@ def cross_entropy_loss_grad(x, s, c, t, w, weighted, wt, spread, params, coef, o
             for k in range(c):
                 out[k * s] = out[k * s] * scale - spread_k
     else:  # float16 and bfloat16 would round them: computed again
-        total = row_sum_exp(x, s, c, top)
+        top, total = row_exp_sum(x, s, c, t, x, False)
         scale, spread_k = like(top, a / total), like(top, share)
         if weighted:
             for k in range(c):
