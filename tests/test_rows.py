@@ -135,10 +135,15 @@ def test_cross_entropy_at_extreme_logits():
         g = np.ones(4, np.float32) if red == "none" else np.float32(1)
         got_grad = run("CrossEntropyLossGrad", [g, x, t, None], reduction=red)
         np.testing.assert_allclose(got_grad, grad, rtol=2e-6, atol=1e-30)
-    # a NaN logit makes its row's loss NaN (its maximum passes it over, its sum does not)
-    x[1, 2] = np.nan
+    # a NaN logit makes its row's loss NaN (its maximum passes it over, its sum does not); a +inf logit, at the
+    # target or elsewhere, too: PyTorch's log_softmax gives NaN there, loss and gradient
+    x[1, 2], x[2, 0], x[3, 1] = np.nan, np.inf, np.inf
+    loss, grad = _ce(x.astype(np.float64), t, reduction="none")
+    assert np.isnan(loss[1:]).all() and np.isnan(grad[1:]).all()
     got = run("CrossEntropyLoss", [x, t, None], reduction="none")
-    assert np.isnan(got[1]) and np.isfinite(got[[0, 2, 3]]).all()
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(loss))
+    got_grad = run("CrossEntropyLossGrad", [np.ones(4, np.float32), x, t, None], reduction="none")
+    np.testing.assert_array_equal(np.isnan(got_grad), np.isnan(grad))
 
 
 def test_task_split_does_not_change_a_reduced_loss_with_threads():
