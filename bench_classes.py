@@ -17,6 +17,7 @@ import onnxruntime
 from onnx import TensorProto, helper
 
 from . import opset
+from .bench import Stream
 from .extras import available
 from .ort_ext import InferenceSession
 from .ort_ext.arrays import workspace_bytes
@@ -104,7 +105,7 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
             logits = n * c * 4
             # the least either must move: the forward reads the logits once; a step reads them in the forward
             # and in the backward and writes the gradient
-            copy = _Copy(logits, pool, threads)
+            copy = Stream("copy", logits, pool, threads)  # moves the logits' bytes: read half, write half
             calls = max(3, min(50, int(2e7 // (n * c))))
             quiet = threads > 1 or n * c >= 10**6
             timed = steady({**forward, "copy": copy}, blocks=blocks, calls=calls, quiet=quiet)
@@ -115,29 +116,13 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
                                                                  np.zeros(n, np.int64), None], reduction="mean"))
             for what, t, moved in (("forward", timed, logits), ("forward+backward", timed_step, 3 * logits)):
                 rows.append({"shape": [n, c], "what": what, "extra_bytes": extra, "bytes": moved,
-                             "roofline_s": moved / logits * timed["copy"].median / 2,  # copy moves 2x its bytes
+                             "roofline_s": moved / logits * timed["copy"].median,
                              **{k: {"median": v.median, "spread": v.spread} for k, v in t.items() if k != "copy"}})
             print(table_row(rows[-2]), file=sys.stderr, flush=True)
             print(table_row(rows[-1]), file=sys.stderr, flush=True)
     return {"environment": {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
                             "cpus": os.cpu_count(), "threads": threads,
                             "versions": _versions()}, "rows": rows}
-
-
-class _Copy:
-    """numpy's copy of `nbytes`, split over the threads (numpy releases the GIL): the memory roofline."""
-
-    def __init__(self, nbytes: int, pool: ThreadPoolExecutor, threads: int):
-        self.a = np.ones(max(1, nbytes // 4), np.float32)
-        self.b = np.empty_like(self.a)
-        self.pool, self.threads = pool, threads
-
-    def _part(self, k: int) -> None:
-        lo, hi = self.a.size * k // self.threads, self.a.size * (k + 1) // self.threads
-        np.copyto(self.b[lo:hi], self.a[lo:hi])
-
-    def __call__(self) -> None:
-        list(self.pool.map(self._part, range(self.threads)))
 
 
 def _versions() -> dict:
