@@ -1,8 +1,9 @@
 """`lossops bench --classes`: cross entropy at a classifier's and a language model's sizes, float32, `mean`, a
-quarter of the rows ignored: the forward alone and a training step's forward and backward, each on the lossops
-kernels, on ONNX Runtime's standard ops (SoftmaxCrossEntropyLoss for the forward; the lossops decomposition, which
-has no standard-op backward to compare with, for both), in PyTorch eager and in torch.compile, with the memory
-roofline measured alongside, side by side in one run (timing.py)."""
+quarter of the rows ignored, and against probabilities (SoftTargetCrossEntropyLoss): the forward alone and a
+training step's forward and backward, each on the lossops kernels, on ONNX Runtime's standard ops
+(SoftmaxCrossEntropyLoss for the forward of class indices; the lossops decomposition, which has no standard-op
+backward to compare with, for both), in PyTorch eager and in torch.compile, with the memory roofline measured
+alongside, side by side in one run (timing.py)."""
 
 from __future__ import annotations
 
@@ -27,40 +28,48 @@ SHAPES = [(64, 10), (4096, 1000), (2048, 32000)]
 LARGE_SHAPES = [(512, 128256)]  # a Llama 3 vocabulary
 
 
-def _feeds(n: int, c: int) -> dict[str, np.ndarray]:
+SOFT = "SoftTargetCrossEntropyLoss"  # probabilities as targets: a distillation's loss
+
+
+def _feeds(op: str, n: int, c: int) -> dict[str, np.ndarray]:
     r = np.random.default_rng(0)
+    x = r.normal(size=(n, c)).astype(np.float32)
+    if op == SOFT:
+        t = np.exp(r.normal(size=(n, c)))
+        return {"input": x, "target": (t / t.sum(1, keepdims=True)).astype(np.float32)}
     t = r.integers(0, c, n)
     t[::4] = -100
-    return {"input": r.normal(size=(n, c)).astype(np.float32), "target": t}
+    return {"input": x, "target": t}
 
 
-def _model(nodes: list, n: int, c: int, outputs: list[str], grad: bool) -> bytes:
+def _model(nodes: list, feeds: dict, outputs: list[str], grad: bool) -> bytes:
     vi = helper.make_tensor_value_info
-    inputs = [vi("input", TensorProto.FLOAT, [n, c]), vi("target", TensorProto.INT64, [n])]
+    inputs = [vi(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape) for k, v in feeds.items()]
     if grad:
         inputs.insert(0, vi("grad_output", TensorProto.FLOAT, []))
     graph = helper.make_graph(nodes, "bench", inputs, [vi(o, TensorProto.FLOAT, None) for o in outputs])
     return opset.make_model(graph).SerializeToString()
 
 
-def _runners(n: int, c: int, so, compile_torch: bool) -> tuple[dict, dict]:
-    """(forward runners, forward-and-backward runners) on the same data."""
-    feeds = _feeds(n, c)
+def _runners(op: str, n: int, c: int, so, compile_torch: bool) -> tuple[dict, dict]:
+    """(forward runners, forward-and-backward runners) of loss `op` on the same data."""
+    feeds = _feeds(op, n, c)
     step_feeds = {"grad_output": np.array(1.0, np.float32), **feeds}
-    loss = opset.make_node("CrossEntropyLoss", ["input", "target"], ["loss"], reduction="mean")
-    step = [loss, opset.make_node("CrossEntropyLossGrad", ["grad_output", "input", "target"], ["grad"],
-                                  reduction="mean")]
-    forward_model, step_model = _model([loss], n, c, ["loss"], False), _model(step, n, c, ["loss", "grad"], True)
-    standard = helper.make_node("SoftmaxCrossEntropyLoss", ["input", "target"], ["loss"], ignore_index=-100)
+    loss = opset.make_node(op, ["input", "target"], ["loss"], reduction="mean")
+    step = [loss, opset.make_node(f"{op}Grad", ["grad_output", "input", "target"], ["grad"], reduction="mean")]
+    forward_model = _model([loss], feeds, ["loss"], False)
+    step_model = _model(step, feeds, ["loss", "grad"], True)
     forward, backward = {}, {}
     for mode in ("kernels", "decomposition"):
         s = InferenceSession(forward_model, so, mode=mode)
         forward[mode] = lambda s=s: s.run(None, feeds)
         s = InferenceSession(step_model, so, mode=mode)
         backward[mode] = lambda s=s: s.run(None, step_feeds)
-    s = onnxruntime.InferenceSession(_model([standard], n, c, ["loss"], False), so,
-                                     providers=["CPUExecutionProvider"])
-    forward["ort_standard"] = lambda s=s: s.run(None, feeds)
+    if op != SOFT:  # ONNX's SoftmaxCrossEntropyLoss takes class indices only
+        standard = helper.make_node("SoftmaxCrossEntropyLoss", ["input", "target"], ["loss"], ignore_index=-100)
+        s = onnxruntime.InferenceSession(_model([standard], feeds, ["loss"], False), so,
+                                         providers=["CPUExecutionProvider"])
+        forward["ort_standard"] = lambda s=s: s.run(None, feeds)
     if available("torch"):
         import torch
         import torch.nn.functional as F
@@ -99,9 +108,12 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
 
         torch.set_num_threads(threads)
     rows = []
+    cases = [("CrossEntropyLoss", shape) for shape in SHAPES + (LARGE_SHAPES if large else [])]
+    cases += [(SOFT, shape) for shape in SHAPES[1:]]
     with ThreadPoolExecutor(threads) as pool:
-        for n, c in SHAPES + (LARGE_SHAPES if large else []):
-            forward, step = _runners(n, c, so, compile_torch)
+        for op, (n, c) in cases:
+            forward, step = _runners(op, n, c, so, compile_torch)
+            feeds = _feeds(op, n, c)
             logits = n * c * 4
             # the least either must move: the forward reads the logits once; a step reads them in the forward
             # and in the backward and writes the gradient
@@ -110,12 +122,14 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
             quiet = threads > 1 or n * c >= 10**6
             timed = steady({**forward, "copy": copy}, blocks=blocks, calls=calls, quiet=quiet)
             timed_step = steady(step, blocks=blocks, calls=calls, quiet=quiet)
-            extra = max(workspace_bytes("CrossEntropyLoss", [np.zeros((n, c), np.float32), np.zeros(n, np.int64),
-                                                             None], reduction="mean"),
-                        workspace_bytes("CrossEntropyLossGrad", [np.float32(1), np.zeros((n, c), np.float32),
-                                                                 np.zeros(n, np.int64), None], reduction="mean"))
-            for what, t, moved in (("forward", timed, logits), ("forward+backward", timed_step, 3 * logits)):
-                rows.append({"shape": [n, c], "what": what, "extra_bytes": extra, "bytes": moved,
+            inputs = [feeds["input"], feeds["target"], None]
+            extra = max(workspace_bytes(op, inputs, reduction="mean"),
+                        workspace_bytes(f"{op}Grad", [np.float32(1), *inputs], reduction="mean"))
+            # probabilities as targets are read alongside the logits: twice the bytes
+            per = 2 if op == SOFT else 1
+            for what, t, moved in (("forward", timed, per * logits), ("forward+backward", timed_step,
+                                                                      (2 * per + 1) * logits)):
+                rows.append({"op": op, "shape": [n, c], "what": what, "extra_bytes": extra, "bytes": moved,
                              "roofline_s": moved / logits * timed["copy"].median,
                              **{k: {"median": v.median, "spread": v.spread} for k, v in t.items() if k != "copy"}})
             print(table_row(rows[-2]), file=sys.stderr, flush=True)
@@ -144,7 +158,7 @@ def _ratio(row: dict, other: str) -> str:
 
 def table_row(row: dict) -> str:
     n, c = row["shape"]
-    cells = [f"({n}, {c})", row["what"], f"{row['kernels']['median'] * 1e3:.3f} ms",
+    cells = [row.get("op", "CrossEntropyLoss"), f"({n}, {c})", row["what"], f"{row['kernels']['median'] * 1e3:.3f} ms",
              *(_ratio(row, k) for k in COLUMNS), f"{row['roofline_s'] / row['kernels']['median']:.0%}",
              f"{row['extra_bytes']} B"]
     return "| " + " | ".join(cells) + " |"
@@ -155,11 +169,12 @@ def table(run: dict) -> str:
     env = run["environment"]
     head = (f"`lossops bench --classes`, {env['date']}, {env['machine']}, {env['cpus']} CPUs ({env['threads']} "
             f"thread{'s' if env['threads'] > 1 else ''}), " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
-    lines = [head, "", "CrossEntropyLoss, float32, `mean`, a quarter of the rows ignored. Each other runner's time "
+    lines = [head, "", "float32, `mean`; CrossEntropyLoss with a quarter of the rows ignored, "
+             "SoftTargetCrossEntropyLoss against probabilities. Each other runner's time "
              "over the kernels' (above 1: the kernels are faster); of roofline: the least the call must move (the "
-             "logits once for the forward; twice and the gradient written for a step) at numpy's copy bandwidth, "
-             "over the kernels' time; extra: the kernels' heap beyond inputs and outputs.", "",
-             "| (N, C) | call | kernels | " + " | ".join(f"vs {v}" for v in COLUMNS.values())
-             + " | of roofline | extra |", "|---|---|---|" + "---|" * (len(COLUMNS) + 2)]
+             "logits, and probabilities, once for the forward; twice and the gradient written for a step) at numpy's "
+             "copy bandwidth, over the kernels' time; extra: the kernels' heap beyond inputs and outputs.", "",
+             "| loss | (N, C) | call | kernels | " + " | ".join(f"vs {v}" for v in COLUMNS.values())
+             + " | of roofline | extra |", "|---|---|---|---|" + "---|" * (len(COLUMNS) + 2)]
     lines += [table_row(r) for r in run["rows"]]
     return "\n".join(lines) + "\n"

@@ -64,15 +64,17 @@ def large_specs() -> list[Spec]:
 
 def _large_class_specs(op, n: int, c: int, r: np.random.Generator) -> list[Spec]:
     """A class loss at a large size: the classes on axis 1 (1000 or 70001 of them), a tenth of the rows
-    ignored, a weight per class."""
+    ignored (or probabilities as targets), a weight per class."""
     x, t = draw(r, op.inputs[op.principal].domain, (n, c)), r.integers(0, c, n)
     t[::10] = -100
+    if not op.input("target").indices:  # probabilities
+        t = r.dirichlet(np.ones(c), size=n)
     specs = []
     for red in ("none", "mean"):
         inputs = [grad(red, (n,), r) if i.name == "grad_output" else x if i.name == "input" else t
                   if i.name == "target" else r.uniform(0.3, 2.0, c) for i in op.inputs]
         reduced = n if op.reduces and red != "none" else 0
-        softmax = c if op.name.startswith("CrossEntropy") else 0  # each value is relative to a sum over the classes
+        softmax = c if "CrossEntropy" in op.name else 0  # each value is relative to a sum over the classes
         specs.append(Spec(f"{module_name(op.name)}_large_{n}x{c}_{red}", op.name, inputs, {"reduction": red},
                           max(reduced, softmax)))
     return specs

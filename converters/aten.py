@@ -38,6 +38,10 @@ def _overload(name: str):
     return getattr(getattr(torch.ops, namespace), op).default
 
 
+# aten's cross entropy takes class indices or probabilities; lossops has an operator for each
+PROBABILITIES = {"CrossEntropyLoss": "SoftTargetCrossEntropyLoss"}
+
+
 def translation(op: OpDef, name: str) -> Callable:
     """The translation of PyTorch op `name` ("namespace::name") into a node of `op`, with the op's own signature.
     Raises ValueError when PyTorch has no such op or its arguments do not map onto the record."""
@@ -67,6 +71,11 @@ def translation(op: OpDef, name: str) -> Callable:
         values = bound.arguments
         attrs = {a.name: reduction_name(values[a.name], op.name) if a.name == "reduction" else a.kind(values[a.name])
                  for a in attributes}
+        target = getattr(values.get("target"), "dtype", None)
+        if op.name in PROBABILITIES and target is not None and target.is_floating_point():
+            record = opset.get(PROBABILITIES[op.name])  # its inputs are in the same order
+            return getattr(lossops_op, record.name)(*(values[t] for t in tensors),
+                                                    **{k: v for k, v in attrs.items() if k in record.defaults()})
         return getattr(lossops_op, op.name)(*(values[t] for t in tensors), **attrs)
 
     translate.__signature__ = signature

@@ -23,6 +23,8 @@ loss inf at logit -200 where PyTorch gives 200); the fused node is finite and ac
   `Squeeze(ReduceMean(keepdims=1))` or `ReduceSum(keepdims=0)` (the TorchScript exporter has no l1_loss).
 - cross_entropy of class indices: `SoftmaxCrossEntropyLoss` (both exporters'), and nll_loss of log_softmax on
   axis 1: `LogSoftmax` feeding `NegativeLogLikelihoodLoss`, or lossops' NLLLoss where lossops exported it.
+- cross_entropy of probabilities: both exporters write `SoftmaxCrossEntropyLoss` with the float target, a node
+  onnxruntime refuses to load; it becomes SoftTargetCrossEntropyLoss.
 """
 
 from __future__ import annotations
@@ -222,10 +224,16 @@ class _CrossEntropy(pattern.RewriteRuleClassBase):
         self.found = {"reduction": last.attributes.get_string("reduction", "mean"),
                       "ignore_index": last.attributes.get_int("ignore_index", -100)}
         floats = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE)
-        return (x.shape is not None and len(x.shape) >= 2 and x.dtype in floats and t.dtype == ir.DataType.INT64
-                and (w is None or w.dtype == x.dtype) and self.found["reduction"] in ("none", "mean", "sum"))
+        # probabilities: torch.onnx 2.13 (both exporters) writes SoftmaxCrossEntropyLoss with them, not ONNX
+        self.soft = (self.form == "SoftmaxCrossEntropyLoss" and t.dtype == x.dtype and t.shape is not None
+                     and x.shape is not None and len(t.shape) == len(x.shape) and self.found["ignore_index"] == -100)
+        return (x.shape is not None and len(x.shape) >= 2 and x.dtype in floats
+                and (t.dtype == ir.DataType.INT64 or self.soft) and (w is None or w.dtype == x.dtype)
+                and self.found["reduction"] in ("none", "mean", "sum"))
 
     def rewrite(self, op, x, t, w=None, **_):
+        if self.soft:
+            return op.SoftTargetCrossEntropyLoss(x, t, w, _domain=opset.DOMAIN, reduction=self.found["reduction"])
         return op.CrossEntropyLoss(x, t, w, _domain=opset.DOMAIN, **self.found)
 
 
@@ -266,7 +274,16 @@ def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
     added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
     report = [f"fused {node_label(n)} (reduction {_reduction(n)})" for n in added]
+    _forget_shapes(fused, {o for n in added if n.op_type == "SoftTargetCrossEntropyLoss" for o in n.output})
     return opset.with_functions(fused), report
+
+
+def _forget_shapes(model: ModelProto, names: set[str]) -> None:
+    """Drop the declared shapes of `names`, so that shape inference says them: the TorchScript exporter declares
+    SoftmaxCrossEntropyLoss's unreduced loss of probabilities with the logits' shape, one dim too many."""
+    for value in [*model.graph.output, *model.graph.value_info]:
+        if value.name in names:
+            value.type.tensor_type.ClearField("shape")
 
 
 def _count(model: ModelProto) -> int:

@@ -9,6 +9,8 @@ refused by the op's backward elsewhere. Needs torch."""
 
 from __future__ import annotations
 
+import math
+
 from ..extras import require
 from ..opset import OPS
 from ..opset.spec import REDUCTIONS
@@ -371,11 +373,44 @@ def _(grad_output, input, target, weight, reduction, ignore_index, label_smoothi
 cross_entropy.register_autograd(_class_backward("cross_entropy"), setup_context=_class_setup)
 
 
+@torch.library.custom_op("lossops::soft_target_cross_entropy", mutates_args=())
+def soft_target_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None, reduction: int,
+                              label_smoothing: float) -> Tensor:
+    return F.cross_entropy(input, target, weight, reduction=REDUCTIONS[reduction],
+                           label_smoothing=label_smoothing).clone()
+
+
+@soft_target_cross_entropy.register_fake
+def _(input, target, weight, reduction, label_smoothing):
+    _same_shape(input, target)
+    return input.new_empty((input.shape[0], *input.shape[2:]) if reduction == _NONE else ())
+
+
+@torch.library.custom_op("lossops::soft_target_cross_entropy_backward", mutates_args=())
+def soft_target_cross_entropy_backward(grad_output: Tensor, input: Tensor, target: Tensor, weight: Tensor | None,
+                                       reduction: int, label_smoothing: float) -> Tensor:
+    q = target * (1 - label_smoothing) + label_smoothing / input.shape[1]
+    if weight is not None:
+        q = q * weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+    fed = grad_output.unsqueeze(1) if reduction == _NONE else grad_output
+    if reduction == _MEAN:
+        fed = fed / (input.shape[0] * math.prod(input.shape[2:]))  # the rows' number, whatever the weights
+    return fed * (torch.softmax(input, 1) * q.sum(1, keepdim=True) - q)
+
+
+@soft_target_cross_entropy_backward.register_fake
+def _(grad_output, input, target, weight, reduction, label_smoothing):
+    return torch.empty_like(input)
+
+
+soft_target_cross_entropy.register_autograd(_class_backward("soft_target_cross_entropy"), setup_context=_class_setup)
+
+
 class LossopsLosses(torch.overrides.TorchFunctionMode):
-    """While active, F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.cross_entropy and F.nll_loss (of
-    class indices, on (N, C, ...)) run as the lossops custom ops, unless a tensor whose gradient their backward
-    does not compute needs one, or the call uses the deprecated size_average/reduce arguments: those stay
-    PyTorch's own function."""
+    """While active, F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.cross_entropy (of class indices
+    or probabilities) and F.nll_loss (on (N, C, ...)) run as the lossops custom ops, unless a tensor whose
+    gradient their backward does not compute needs one, or the call uses the deprecated size_average/reduce
+    arguments: those stay PyTorch's own function."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -400,9 +435,12 @@ class LossopsLosses(torch.overrides.TorchFunctionMode):
     @staticmethod
     def _nll(func, bound: dict, reduction: int, args, kwargs):
         input, target = bound["input"], bound["target"]
-        if input.dim() < 2 or target.is_floating_point():
-            return func(*args, **kwargs)  # a single sample or probabilities: PyTorch's own
         ignore_index = int(bound.get("ignore_index", -100))
+        if input.dim() < 2 or (target.is_floating_point() and (func is F.nll_loss or ignore_index >= 0)):
+            return func(*args, **kwargs)  # a single sample, or what PyTorch refuses: PyTorch's own
+        if target.is_floating_point():  # probabilities
+            return torch.ops.lossops.soft_target_cross_entropy(input, target, bound.get("weight"), reduction,
+                                                               float(bound.get("label_smoothing", 0.0)))
         if func is F.cross_entropy:
             return torch.ops.lossops.cross_entropy(input, target, bound.get("weight"), reduction, ignore_index,
                                                    float(bound.get("label_smoothing", 0.0)))

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from onnx import TensorProto, helper
 
 from .shapes import NOT_A_CLASS, NOT_CLASSES
-from .spec import LOSS, PER_CLASS, ROWS
+from .spec import EXACT, LOSS, PER_CLASS, ROWS
 
 if TYPE_CHECKING:
     from .builder import Builder
@@ -27,6 +27,8 @@ class Rows:
 
     def __init__(self, b: Builder, input: str):
         self.b, self.input = b, input
+        # probabilities as targets (a value per class) rather than a class index per row: no row is ignored
+        self.soft = not any(i.indices for i in b.opdef.inputs)
         self.target = self.weight_input = self.grad_output = ""  # set once guarded (`decomposition`)
 
     @functools.cached_property
@@ -69,6 +71,8 @@ class Rows:
 
     def unless_ignored(self, value: str, zero: str | None = None) -> str:
         """`value` (over rows), 0 (or `zero`) in the ignored rows."""
+        if self.soft:
+            return value
         return self.b.op("Where", self.ignored, zero or self.b.const(0.0), value)
 
     @functools.cached_property
@@ -112,10 +116,24 @@ class Rows:
             return b.op("Cast", self.index, to=b.compute)
         return self.unless_ignored(b.op("Gather", self.weight_input, self.index))
 
+    def divisor(self, elem_type: int = TensorProto.DOUBLE) -> str:
+        """What the mean divides by, a scalar of `elem_type`: the total weight (or number) of the rows not ignored;
+        the number of rows for probability targets (whatever the weights, as PyTorch); a constant where it is
+        static (CANN claims no node that reads constants only)."""
+        b = self.b
+        if not self.soft:
+            total = b.total(self.weight or self.unless_ignored(b.const(1.0)))
+            return total if elem_type == TensorProto.DOUBLE else b.op("Cast", total, to=elem_type)
+        if b.static_count is not None:
+            return b.const(float(b.static_count), elem_type)
+        return b.op("Cast", b.op("ReduceProd", self.rows_shape, keepdims=0), to=elem_type)
+
     @functools.cached_property
-    def divisor_terms(self) -> str:
-        """What the mean divides by, per row: the weight, or 1, of the rows not ignored."""
-        return self.weight or self.unless_ignored(self.b.const(1.0))
+    def rows_shape(self) -> str:
+        """int64: input's shape without its class axis."""
+        b = self.b
+        return b.op("Concat", b.op("Slice", self.shape, b.ints([0]), b.ints([1])),
+                    b.op("Slice", self.shape, b.ints([2]), b.ints([2**62])), axis=0)
 
     @functools.cached_property
     def fed(self) -> str:
@@ -124,7 +142,7 @@ class Rows:
         g = self.grad_output
         fed = self.b.choose("reduction", {
             "none": lambda s: s.op("Unsqueeze", g, s.ints([1])), "sum": lambda s: g,
-            "mean": lambda s: s.divided(g, lambda: s.op("Cast", s.total(self.divisor_terms), to=s.compute))})
+            "mean": lambda s: s.divided(g, lambda: self.divisor(s.compute))})
         return self.unless_ignored(fed)
 
     def along_classes(self, per_class: str) -> str:
@@ -162,7 +180,7 @@ def decomposition(b: Builder, names: list[str]) -> str:
     checked = _guarded(b, names)
     values = [n if (i.indices or not n) else b.to_compute(n) for i, n in zip(op.inputs, checked, strict=True)]
     given = {i.name: v for i, v in zip(op.inputs, values, strict=True)}
-    rows.target, rows.weight_input = given["target"], given.get("weight", "")
+    rows.target, rows.weight_input = given["target"], given.get("weight", "")  # a soft target is not read here
     if not op.reduces:  # a gradient: its formula reads `rows.fed`
         rows.grad_output = given["grad_output"]
         return op.decompose(b, *values)
@@ -171,7 +189,7 @@ def decomposition(b: Builder, names: list[str]) -> str:
     def mean(s: Builder) -> str:
         if s.static_count == 0:  # no division by a constant 0 (TVM folds it): NaN, as 0 / 0
             return s.op("Mul", s.total(terms), s.const(math.nan, TensorProto.DOUBLE))
-        return s.op("Div", s.total(terms), s.total(rows.divisor_terms))
+        return s.op("Div", s.total(terms), rows.divisor())
 
     return b.choose("reduction", {"none": lambda s: s.op("Squeeze", terms, s.ints([1])),
                                   "sum": lambda s: s.total(terms), "mean": mean})
@@ -186,11 +204,10 @@ def _guarded(b: Builder, names: list[str]) -> list[str]:
         return list(names)
     shape = b.rows.shape
     classes = b.op("Reshape", b.rows.count, b.ints([1]))
-    rows = b.op("Concat", b.op("Slice", shape, b.ints([0]), b.ints([1])),
-                b.op("Slice", shape, b.ints([2]), b.ints([2**62])), axis=0)
+    rows = b.rows.rows_shape
     loss = rows if b.attrs["reduction"] == "none" else b.ints([])
     expected = {ROWS: (rows, "input's shape without its class axis"), PER_CLASS: (classes, "shape (C,)"),
-                LOSS: (loss, "the loss's shape")}
+                LOSS: (loss, "the loss's shape"), EXACT: (shape, "exactly input's shape")}
     out = list(names)
     for k, i in enumerate(op.inputs):
         if names[k] and i.shape in expected:

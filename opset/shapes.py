@@ -111,10 +111,11 @@ def rows_and_classes(op: OpDef, input: Shape) -> tuple[Shape, Dim]:
 
 
 def infer_classes(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
-    """`infer` for a class loss: its inputs' rules are the rows', the classes' and the loss's."""
+    """`infer` for a class loss: its inputs' rules are the rows', the classes', the loss's and input's own."""
     rows, classes = rows_and_classes(op, shapes["input"])
     loss = rows if attrs["reduction"] == "none" else ()
-    expected = {ROWS: (rows, NOT_ROWS), PER_CLASS: ((classes,), NOT_PER_CLASS), LOSS: (loss, NOT_LOSS)}
+    expected = {ROWS: (rows, NOT_ROWS), PER_CLASS: ((classes,), NOT_PER_CLASS), LOSS: (loss, NOT_LOSS),
+                EXACT: (shapes["input"], NOT_EXACT)}
     for i in op.inputs:
         if i.name in shapes and i.shape in expected:
             shape, message = expected[i.shape]

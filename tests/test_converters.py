@@ -246,6 +246,53 @@ def test_fuse_cross_entropy(exporter, form, reduction, weighted, ignore_index):
     _close(_run(fused, (x, t), plain=True), expected)
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+def test_export_cross_entropy_of_probabilities(reduction):
+    """aten's cross_entropy_loss with a float target (probabilities) exports as SoftTargetCrossEntropyLoss, its
+    weight and label smoothing kept, held to PyTorch in float64; with class indices it stays CrossEntropyLoss."""
+    weight = torch.tensor([0.5, 2.0, 1.0, 1.5])
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, t):
+            return F.cross_entropy(x, t, weight, reduction=reduction, label_smoothing=0.2)
+
+    x, t = torch.randn(5, 4, 3) * 3, torch.softmax(torch.randn(5, 4, 3), 1)
+    model = export(Loss(), (x, t))
+    assert [n.op_type for n in model.graph.node if n.domain == opset.DOMAIN] == ["SoftTargetCrossEntropyLoss"]
+    expected = F.cross_entropy(x.double(), t.double(), weight.double(), reduction=reduction,
+                               label_smoothing=0.2).numpy()
+    _close(_run(model, (x, t)), expected)
+    indices = export(Loss(), (x, torch.randint(0, 4, (5, 3))))
+    assert [n.op_type for n in indices.graph.node if n.domain == opset.DOMAIN] == ["CrossEntropyLoss"]
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+@pytest.mark.parametrize(("reduction", "weighted"), [("mean", False), ("sum", True), ("none", True)])
+def test_fuse_cross_entropy_of_probabilities(exporter, reduction, weighted):
+    """F.cross_entropy of (N, C, d) logits against probabilities: both exporters write ONNX's
+    SoftmaxCrossEntropyLoss with the float target, which onnxruntime refuses to load; fused, it is one
+    SoftTargetCrossEntropyLoss node, held to PyTorch in float64."""
+    weight = torch.tensor([0.5, 2.0, 1.0, 1.5]) if weighted else None
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, t):
+            return F.cross_entropy(x, t, weight, reduction=reduction)
+
+    x, t = torch.randn(5, 4, 3) * 3, torch.softmax(torch.randn(5, 4, 3), 1)
+    exported = _exported(Loss(), (x, t), exporter)
+    fused, report = fuse(exported)
+    nodes = [n.op_type for n in fused.graph.node if n.domain == opset.DOMAIN]
+    expected = F.cross_entropy(x.double(), t.double(), None if weight is None else weight.double(),
+                               reduction=reduction).numpy()
+    assert [n.op_type for n in exported.graph.node if n.op_type == "SoftmaxCrossEntropyLoss"]
+    with pytest.raises(Exception, match="SoftmaxCrossEntropyLoss"):
+        onnxruntime.InferenceSession(exported.SerializeToString(), providers=["CPUExecutionProvider"])
+    assert nodes == ["SoftTargetCrossEntropyLoss"], (nodes, report)
+    assert "SoftmaxCrossEntropyLoss" not in {n.op_type for n in fused.graph.node}
+    _close(_run(fused, (x, t)), expected)
+    _close(_run(fused, (x, t), plain=True), expected)
+
+
 def test_fuse_leaves_squared_differences_that_are_not_a_mean_or_sum_loss_alone():
     """An unreduced squared or absolute difference, or one reduced over some axes only, is not fused."""
 
@@ -392,7 +439,7 @@ TORCH_NAMES = [(op.name, name) for op in opset.OPS.values() for name in op.torch
 
 def _class_tensor(formal: opset.spec.Input, shape: tuple[int, ...], g: torch.Generator) -> torch.Tensor:
     """A class loss's input of `formal`'s rule, for an `input` of `shape`: class indices (one row ignored where
-    ignore_index is 0), a weight per class, or values."""
+    ignore_index is 0), a weight per class, or values (of input's shape or of its rows')."""
     rows = (shape[0], *shape[2:])
     if formal.shape == opset.spec.LOSS:  # the test's reduction is sum
         return torch.rand((), generator=g, dtype=torch.float64)
@@ -400,7 +447,8 @@ def _class_tensor(formal: opset.spec.Input, shape: tuple[int, ...], g: torch.Gen
         return torch.randint(0, shape[1], rows, generator=g)
     if formal.shape == opset.spec.PER_CLASS:
         return torch.rand(shape[1], generator=g, dtype=torch.float64) + 0.5
-    return torch.rand(shape if formal.shape == opset.spec.CLASSES else rows, generator=g, dtype=torch.float64)
+    return torch.rand(shape if formal.shape in (opset.spec.CLASSES, opset.spec.EXACT) else rows, generator=g,
+                      dtype=torch.float64)
 
 
 @pytest.mark.parametrize(("op", "name"), TORCH_NAMES)

@@ -17,7 +17,7 @@ from lossops import opset
 from lossops.conformance.cases import node_model
 from lossops.converters.lowering import lower
 from lossops.opset.model import default_opset
-from lossops.opset.spec import BROADCAST, EXACT, FITS, PRINCIPAL, OpDef
+from lossops.opset.spec import BROADCAST, EXACT, FITS, LOSS, PRINCIPAL, OpDef
 from lossops.ort_ext import InferenceSession
 
 f32 = np.float32
@@ -38,8 +38,9 @@ def bad_shapes(op: OpDef) -> list[tuple[str, list, str]]:
     spans = any(i.shape == BROADCAST for i in op.inputs)
     where = "the broadcast shape of 'input' and 'target'" if spans else "input's shape"
 
-    def shapes(**given) -> list:
-        return [given.get(i.name, None if i.optional else () if i.shape == FITS else (1, 3)) for i in op.inputs]
+    def shapes(**given) -> list:  # a class loss's gradient: the loss of `none` on input's rows, (4,)
+        return [given.get(i.name, None if i.optional else () if i.shape == FITS else (4,) if i.shape == LOSS else
+                          (1, 3)) for i in op.inputs]
 
     cases = []
     for i in op.inputs:

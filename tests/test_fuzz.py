@@ -40,13 +40,16 @@ def _broadcasting(r: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, 
 
 def _class_case(op, r: np.random.Generator, attrs: dict):
     """A class loss's case: rank 2 to 5, the classes on axis 1 (1 to 7 of them), dims 0 and 1 included, a
-    fifth of the targets ignore_index, the weight present or not."""
+    fifth of the targets ignore_index (or probabilities as targets), the weight present or not."""
     rank = int(r.integers(2, 6))
     shape = tuple(int(r.choice([0, 1, 2, 3, 5], p=[0.05, 0.25, 0.3, 0.25, 0.15])) for _ in range(rank))
     shape = (shape[0], max(shape[1], 1), *shape[2:])
     rows = (shape[0], *shape[2:])
-    target = r.integers(0, shape[1], rows)
-    target[r.random(rows) < 0.2] = attrs["ignore_index"]
+    if op.input("target").indices:
+        target = r.integers(0, shape[1], rows)
+        target[r.random(rows) < 0.2] = attrs["ignore_index"]
+    else:
+        target = np.moveaxis(r.dirichlet(np.ones(shape[1]), rows), -1, 1)
     loss = rows if attrs["reduction"] == "none" else ()
     given = {"grad_output": r.normal(size=loss), "input": np.log(r.uniform(0.01, 1.0, shape)), "target": target,
              "weight": r.uniform(0.3, 2.0, shape[1]) if r.random() < 0.5 else None}

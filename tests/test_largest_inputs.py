@@ -41,6 +41,8 @@ def _inputs(op_name: str, reduction: str, dtype_name: str) -> list[np.ndarray]:
         x = np.stack([np.roll(_values(LOG_PROBABILITY, largest), k) for k in range(3)], axis=1)
         given = {"grad_output": np.array(1.0) if reduction != "none" else np.array([1.0, -0.5, 2.0, 1.0]),
                  "input": x, "target": np.array([0, 1, -100, 2]), "weight": np.array([1.0, 0.5, 2.0])}
+        if not opset.get(op_name).input("target").indices:  # probabilities
+            given["target"] = np.stack([np.roll([0.25, 0.0, 0.75], k) for k in range(4)])
         return [given[i.name] if i.indices else given[i.name].astype(DTYPES[dtype_name])
                 for i in opset.get(op_name).inputs]
     for i in opset.get(op_name).inputs:

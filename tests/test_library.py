@@ -141,12 +141,13 @@ def test_the_c_host_says_what_it_cannot_read_and_goes_on(tmp_path):
 
 
 def _inputs(op: str) -> list[np.ndarray | None]:
-    """Valid inputs of `op` (its default reduction): 6 values each, or a class loss's (2, 3) logits and targets."""
+    """Valid inputs of `op` (its default reduction): 6 values each, or a class loss's (2, 3) logits and targets
+    (class indices or probabilities)."""
     record = opset.get(op)
     if not record.classes:
         return [np.linspace(-1, 1, 6, dtype=np.float32)] * len(record.inputs)
     given = {"grad_output": np.float32(1), "input": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
-             "target": np.array([0, 2])}
+             "target": np.array([0, 2]) if record.input("target").indices else np.full((2, 3), 1 / 3, np.float32)}
     return [given.get(i.name) for i in record.inputs]
 
 

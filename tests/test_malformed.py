@@ -100,7 +100,7 @@ _RUN = """
 
 def _models() -> dict[str, tuple[str, dict, bytes]]:
     """Case name -> (operator, feeds, model): float32 inputs of 6 values, or a class loss's (2, 3) logits and int64
-    targets."""
+    targets (or probabilities)."""
     found = {}
     for name, (op_name, attrs) in corpus().items():
         op = opset.get(op_name)
@@ -108,7 +108,8 @@ def _models() -> dict[str, tuple[str, dict, bytes]]:
         inputs = [f"in{k}" for k in range(len(required))]
         values = {"grad_output": np.array(1, np.float32),  # an array: onnxruntime refuses a numpy scalar
                   "input": np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3),
-                  "target": np.array([0, 2])} if op.classes else {}
+                  "target": np.array([0, 2]) if op.input("target").indices else
+                  np.full((2, 3), 1 / 3, np.float32)} if op.classes else {}
         feeds = {n: values.get(i.name, np.linspace(0.1, 0.9, 6, dtype=np.float32))
                  for n, i in zip(inputs, required, strict=True)}
         node = helper.make_node(op_name, inputs, ["out"], domain=opset.DOMAIN)

@@ -20,7 +20,7 @@ def test_register_is_idempotent_and_complete():
     for name in opset.OPS:
         schema = defs.get_schema(name, opset.VERSION, opset.DOMAIN)
         assert schema.doc and schema.has_type_and_shape_inference_function
-        indices = [["tensor(int64)"]] if opset.OPS[name].classes else []  # a class loss's target
+        indices = [["tensor(int64)"]] if any(i.indices for i in opset.OPS[name].inputs) else []  # class indices
         assert [t.allowed_type_strs for t in schema.type_constraints] == [
             ["tensor(float16)", "tensor(bfloat16)", "tensor(float)", "tensor(double)"], *indices]
 
@@ -39,6 +39,9 @@ def test_register_is_idempotent_and_complete():
     ("NLLLoss", ["x", "t"], {"x": [2, 3, 4], "t": [2, 4]}, {"reduction": "sum"}, []),
     ("NLLLossBackward", ["g", "x", "t"], {"g": ["N", 4], "x": ["N", 3, 4], "t": ["N", 4]}, {"reduction": "none"},
      ["N", 3, 4]),
+    ("SoftTargetCrossEntropyLoss", ["x", "p"], {"x": ["N", 3, 4], "p": ["N", 3, 4]}, {"reduction": "none"},
+     ["N", 4]),
+    ("SoftTargetCrossEntropyLossGrad", ["g", "x", "p"], {"g": [], "x": ["N", 3], "p": ["N", 3]}, {}, ["N", 3]),
 ])
 def test_shape_inference(op, inputs, shapes, attrs, expected):
     node = opset.make_node(op, inputs, ["y"], **attrs)
@@ -60,11 +63,13 @@ def test_shape_inference(op, inputs, shapes, attrs, expected):
      "value per class"),
     ("NLLLossBackward", {"g": [2], "x": [2, 3], "t": [2]}, {"reduction": "mean"}, "input 'grad_output' has shape "
      "(2,); expected the loss's shape ()"),
+    ("SoftTargetCrossEntropyLoss", {"x": [2, 3], "p": [2]}, {}, "input 'target' has shape (2,); expected exactly "
+     "input's shape (2, 3)"),
 ])
 def test_class_shape_rules_are_refused_by_name(op, shapes, attrs, message):
     """A class loss's shape rules, broken where shapes are static: inference names the operator, the input and
     the expectation."""
-    names = {"g": "grad_output", "x": "input", "t": "target", "w": "weight"}
+    names = {"g": "grad_output", "x": "input", "t": "target", "p": "target", "w": "weight"}  # p: probabilities
     node = opset.make_node(op, list(shapes), ["y"], **attrs)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
         n, TensorProto.INT64 if n == "t" else TensorProto.FLOAT, s) for n, s in shapes.items()], [])

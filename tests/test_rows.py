@@ -18,6 +18,8 @@ from lossops.ort_ext.kernels import layout
 from lossops.ort_ext.kernels.registry import KERNELS
 
 CLASS_OPS = sorted(name for name, k in KERNELS.items() if k.rows)
+INDEX_OPS = [name for name in CLASS_OPS if opset.get(name).input("target").indices]
+SOFT_OPS = [name for name in CLASS_OPS if name not in INDEX_OPS]  # probabilities as targets
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 
 
@@ -51,11 +53,12 @@ def specs(op_name: str) -> list[Spec]:
         red = ("none", "mean", "sum")[k % 3]
         rows_shape = (shape[0], *shape[2:])
         c = shape[1]
-        x = r.normal(0, 3, shape) if op_name.startswith("Cross") else np.log(r.dirichlet(np.ones(c), rows_shape))
-        if not op_name.startswith("Cross"):
-            x = np.ascontiguousarray(np.moveaxis(x, -1, 1))
+        softmax = "CrossEntropy" in op_name
+        x = r.normal(0, 3, shape) if softmax else _probabilities(r, shape, np.log)
         t = r.integers(0, c, rows_shape)
         t.flat[::4] = -100
+        if op_name in SOFT_OPS:
+            t = _probabilities(r, shape)
         w = r.uniform(0.3, 2.0, c) if k % 2 else None
         g = r.normal(size=rows_shape if red == "none" else ())
         attrs = {"reduction": red}
@@ -63,10 +66,16 @@ def specs(op_name: str) -> list[Spec]:
             attrs["label_smoothing"] = (0.0, 0.25)[k % 2]  # a FLOAT attribute: exact in float32
         given = {"grad_output": g, "input": x, "target": t, "weight": w}
         rows = int(np.prod(rows_shape))
-        summed = max(rows if op.reduces and red != "none" else 0, c if op_name.startswith("Cross") else 0)
+        summed = max(rows if op.reduces and red != "none" else 0, c if softmax else 0)
         out.append(Spec(f"{module_name(op_name)}_{name}_{red}", op_name, [given[i.name] for i in op.inputs],
                         attrs, summed))
     return out
+
+
+def _probabilities(r: np.random.Generator, shape: tuple[int, ...], link=lambda p: p) -> np.ndarray:
+    """`link` of probabilities over axis 1 of `shape`."""
+    p = r.dirichlet(np.ones(shape[1]), (shape[0], *shape[2:]))
+    return np.ascontiguousarray(np.moveaxis(link(p), -1, 1))
 
 
 CASES = [(s, d) for op in CLASS_OPS for s in specs(op) for d in DTYPES]
@@ -89,8 +98,9 @@ def test_the_points_cross_the_task_size():
     for op_name in CLASS_OPS:
         tasks = set()
         for _, shape in points(op_name):
-            given = {"grad_output": np.float32(1), "input": np.zeros(shape, np.float32),
-                     "target": np.zeros((shape[0], *shape[2:]), np.int64), "weight": None}
+            soft = op_name in SOFT_OPS
+            given = {"grad_output": np.float32(1), "input": np.zeros(shape, np.float32), "weight": None,
+                     "target": np.zeros(shape, np.float32) if soft else np.zeros((shape[0], *shape[2:]), np.int64)}
             inputs = [given[i.name] for i in opset.get(op_name).inputs]
             plan = _planned(op_name, inputs, {"reduction": "sum"})[0]
             tasks.add((int(plan["ntasks"][0]), int(plan["task_tiles"][0]) == 1))
@@ -98,7 +108,7 @@ def test_the_points_cross_the_task_size():
         assert (3, True) in tasks or (2, True) in tasks, (op_name, tasks)
 
 
-@pytest.mark.parametrize("op_name", CLASS_OPS)
+@pytest.mark.parametrize("op_name", INDEX_OPS)
 def test_a_bad_target_is_refused_before_any_read(op_name):
     """A class of C, far beyond it or negative (not ignore_index) names the operator, the value and its place;
     the target is checked before the output exists, so nothing is read out of bounds."""
@@ -163,3 +173,38 @@ def test_task_split_does_not_change_a_reduced_loss_with_threads():
         got.append(InferenceSession(model.SerializeToString(), so, mode="kernels").run(None, feeds)[0])
     assert got[0].tobytes() == got[1].tobytes()
     assert _planned("CrossEntropyLoss", [x, t, None], {"reduction": "mean"})[0]["ntasks"][0] > 2
+
+
+@pytest.mark.parametrize("op_name", SOFT_OPS)
+def test_probabilities_of_another_shape_are_refused(op_name):
+    """Probabilities as targets must have exactly input's shape (no broadcasting: PyTorch's rule), and its type."""
+    op = opset.get(op_name)
+    x = np.zeros((4, 3, 2), np.float32)
+    for shape in ((4, 3), (4, 1, 2), (4, 3, 2, 1)):
+        inputs = {"grad_output": np.float32(1), "input": x, "target": np.zeros(shape, np.float32)}
+        with pytest.raises(InvalidInput, match=rf"{op_name}: input 'target' has shape \({', '.join(map(str, shape))}"
+                                              rf"\); expected exactly input's shape \(4, 3, 2\)"):
+            run(op_name, [inputs.get(i.name) for i in op.inputs], reduction="sum")
+    with pytest.raises(InvalidInput, match=f"{op_name}: input 'target' has element type int64; expected float"):
+        run(op_name, [{"grad_output": np.float32(1), "input": x, "target": np.zeros(x.shape, np.int64)}.get(i.name)
+                      for i in op.inputs], reduction="sum")
+
+
+def test_soft_targets_at_extreme_logits():
+    """Logits of 1e4 and 80 apart, a first logit so far below the row's maximum that the one pass (shifted by it)
+    overflows float32 and is redone from the maximum, a class of logit -inf: with target 0 its term is 0 * inf, NaN
+    in the loss as PyTorch's, while the gradient stays finite as autograd's; a row of no class is 0."""
+    x = np.array([[1e4, 0.0, -1e4], [80.0, -80.0, 0.0], [0.0, -np.inf, 5.0], [-100.0, 0.0, 3.0]], np.float32)
+    t = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.3, 0.0, 0.7], [0.1, 0.2, 0.7]], np.float32)
+    for red in ("none", "sum"):
+        xt = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+        loss = F.cross_entropy(xt, torch.tensor(t, dtype=torch.float64), reduction=red)
+        loss.backward(torch.ones_like(loss))
+        got = run("SoftTargetCrossEntropyLoss", [x, t, None], reduction=red)
+        np.testing.assert_allclose(got, loss.detach().numpy(), rtol=2e-6, atol=0)
+        g = np.ones(4, np.float32) if red == "none" else np.float32(1)
+        got_grad = run("SoftTargetCrossEntropyLossGrad", [g, x, t, None], reduction=red)
+        np.testing.assert_allclose(got_grad, xt.grad.numpy(), rtol=2e-6, atol=1e-30)
+    assert np.isnan(run("SoftTargetCrossEntropyLoss", [x, t, None], reduction="none")[2])
+    none = run("SoftTargetCrossEntropyLoss", [np.zeros((2, 0)), np.zeros((2, 0)), None], reduction="none")
+    assert none.tolist() == F.cross_entropy(torch.zeros(2, 0), torch.zeros(2, 0), reduction="none").tolist()

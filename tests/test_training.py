@@ -24,7 +24,7 @@ from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
 from lossops.conformance.specs import draw
 from lossops.extras import MissingExtra
-from lossops.opset.spec import FITS, LOG_PROBABILITY, POSITIVE
+from lossops.opset.spec import FITS, LOG_PROBABILITY, POSITIVE, PROBABILITY
 from lossops.ort_ext import InferenceSession
 from lossops.training import (
     SGD,
@@ -57,9 +57,11 @@ def forward_inputs(op_name: str, r: np.random.Generator) -> list[np.ndarray]:
     """Every input of a 3x4 loss, optional ones included, drawn from its domain; one that fits the shape (a
     weight) per class."""
     op = opset.get(op_name)
-    if op.classes:  # three rows of four classes, the last ignored where ignore_index is 0
+    if op.classes:  # three rows of four classes, the last ignored where ignore_index is 0 (or probabilities)
         given = {"input": draw(r, LOG_PROBABILITY, (3, 4)), "target": np.array([2, 1, 0]),
                  "weight": draw(r, POSITIVE, 4)}
+        if not op.input("target").indices:  # probabilities
+            given["target"] = draw(r, PROBABILITY, (3, 4))
         return [given[i.name] for i in op.inputs]
     return [draw(r, i.domain, (4,) if i.shape == FITS else (3, 4)) for i in op.inputs]
 

@@ -493,16 +493,28 @@ def _language_model_head():
     return net, (lambda logits, t: F.cross_entropy(logits.transpose(1, 2), t)), ids, targets
 
 
-@pytest.mark.parametrize("make", [_classifier, _language_model_head], ids=["classifier", "language_model_head"])
-def test_cross_entropy_trains_as_one_lossops_node(make):
-    """A classifier's cross entropy (class weights, ignore_index, label smoothing) and a language-model head's
-    ((N, V, T) logits over a 512-token vocabulary, padding ignored): the exported step computes the loss as one
-    CrossEntropyLoss node and its gradient as one CrossEntropyLossGrad, both held to PyTorch autograd when the step
-    is exported, and 20 Adam steps follow PyTorch's."""
+def _distillation():
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 5, 1))
+    weight = torch.rand(5) + 0.5
+    x = torch.randn(4, 3, 6, 6)
+    teacher = torch.softmax(2 * torch.randn(4, 5, 6, 6), 1)  # per-pixel soft labels, (N, C, H, W)
+    return net, (lambda out, t: F.cross_entropy(out, t, weight, label_smoothing=0.1)), x, teacher
+
+
+@pytest.mark.parametrize(("make", "op"), [(_classifier, "CrossEntropyLoss"), (_language_model_head, "CrossEntropyLoss"),
+                                          (_distillation, "SoftTargetCrossEntropyLoss")],
+                         ids=["classifier", "language_model_head", "distillation"])
+def test_cross_entropy_trains_as_one_lossops_node(make, op):
+    """A classifier's cross entropy (class weights, ignore_index, label smoothing), a language-model head's
+    ((N, V, T) logits over a 512-token vocabulary, padding ignored) and a segmentation student's against a
+    teacher's per-pixel probabilities: the exported step computes the loss as one lossops node (CrossEntropyLoss,
+    or SoftTargetCrossEntropyLoss for probabilities) and its gradient as one node, both held to PyTorch autograd
+    when the step is exported, and 20 Adam steps follow PyTorch's."""
     net, loss_fn, x, y = make()
     step = _export(net, loss_fn, ((x,), (y,)), Adam(lr=0.01))
     lossops_nodes = sorted(n.op_type for n in step.model.graph.node if n.domain == opset.DOMAIN)
-    assert lossops_nodes == ["CrossEntropyLoss", "CrossEntropyLossGrad"]
+    assert lossops_nodes == [op, f"{op}Grad"]
     assert not {"LogSoftmax", "SoftmaxCrossEntropyLoss", "NegativeLogLikelihoodLoss"} & {
         n.op_type for n in step.model.graph.node}
     assert step.check.worst < 1e-5

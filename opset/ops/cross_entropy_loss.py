@@ -16,7 +16,7 @@ label smoothing e, as PyTorch's `cross_entropy`:
 where c = target[n, d...]; 0 where c is ignore_index. `mean` divides the sum by the sum of `weight[c]` over the
 rows not ignored (their number without `weight`; NaN when every row is ignored, as PyTorch). A target outside
 [0, C) that is not ignore_index is an error. Its gradient with respect to `input` is CrossEntropyLossGrad.
-float16 and bfloat16 compute in float32. Probabilities as targets are not taken (yet).
+float16 and bfloat16 compute in float32. Probabilities as targets are SoftTargetCrossEntropyLoss.
 """
 
 LABEL_SMOOTHING = Attribute("label_smoothing", "The share e of the target's probability spread evenly over the C "

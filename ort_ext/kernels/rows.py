@@ -1,13 +1,15 @@
-"""The engine of the class losses (CrossEntropyLoss, NLLLoss and their gradients): a call is computed a row at a
-time, a row being one (n, d1, ...) position of `input` (N, C, d1, ...) with its C class values, `inner` =
-d1 * d2 * ... elements apart in memory (1 for (N, C)).
+"""The engine of the class losses (CrossEntropyLoss, NLLLoss, SoftTargetCrossEntropyLoss and their gradients): a
+call is computed a row at a time, a row being one (n, d1, ...) position of `input` (N, C, d1, ...) with its C class
+values, `inner` = d1 * d2 * ... elements apart in memory (1 for (N, C)). A target is a class index per row, or
+probabilities, a row of C values laid out as the logits' (SoftTargetCrossEntropyLoss: no row is ignored).
 
 It follows engine.py's steps on the same PLAN record (layout.py) and front ends:
 
-    plan     checks the operands against the class rules (opset/spec.py: classes, rows, per class, loss) and every
-             target against [0, C) or ignore_index, before anything is allocated: a bad target is an error
-             naming the operator and the input, never a read out of bounds
-    start    sums the weights: the kept rows' total (a mean's divisor) and the classes' (label smoothing's)
+    plan     checks the operands against the class rules (opset/spec.py: classes, rows, per class, loss, exact) and
+             every class index against [0, C) or ignore_index, before anything is allocated: a bad target is an
+             error naming the operator and the input, never a read out of bounds
+    start    sums the weights: the kept rows' total (a mean's divisor; the rows' number for probabilities) and the
+             classes' (label smoothing's)
     task     rows [i * rows_per_task, ...): the operator's row function on each row not ignored
     finish   a loss: the tasks' float64 sums, added in task order, divided by the kept rows' weight for `mean`
 
@@ -29,6 +31,7 @@ from numba.extending import overload
 from .halves import load, store, store_rounded
 from .layout import (
     _CLASSES,
+    _EXACT,
     _LOSS,
     _MEAN,
     _NONE,
@@ -56,6 +59,7 @@ from .layout import (
     NAMES,
     NAMES_BYTES,
     NOT_CLASSES,
+    NOT_EXACT,
     NOT_INDICES,
     NOT_LOSS,
     NOT_PER_CLASS,
@@ -207,6 +211,38 @@ def row_sum_below(x, s, c, top, w, weighted):
     return total
 
 
+@_sum_jit
+def _soft_pass(x, t, s, c, shift, w, weighted, e):
+    """(sum of exp(x - shift), sum of q, sum of q * (shift - x)) over the row, in float64, with q = weight[k] *
+    ((1 - e) * t[k] + e / c) (weight 1 where not `weighted`)."""
+    total = below = mass = 0.0
+    kept, spread = 1.0 - e, e / c
+    for k in range(c):
+        v = load(x[k * s])
+        q = kept * np.float64(load(t[k * s])) + spread
+        if weighted:
+            q *= np.float64(load(w[k]))
+        total += np.float64(_exp_shifted(v, shift))
+        mass += q
+        below += q * np.float64(shift - v)
+    return total, mass, below
+
+
+@_jit
+def row_soft_sums(x, t, s, c, w, weighted, e):
+    """(shift, sum of exp(x - shift), sum of q, sum of q * (shift - x)) over the row (`_soft_pass`): the terms of a
+    cross entropy against probabilities t, sum_k q[k] * (lse - x[k]) = below + log(total) * mass. One pass, shifted
+    by the row's first logit; where the sum overflows (a logit ~88 above it in float32) or meets a non-finite
+    value, again from the row's maximum (a NaN stays NaN). The float64 sum of q * (shift - x), of either sign,
+    cancels by far less than the float32 result's rounding."""
+    shift = load(x[0])
+    total, mass, below = _soft_pass(x, t, s, c, shift, w, weighted, e)
+    if not total < np.inf:
+        shift = row_max(x, s, c)
+        total, mass, below = _soft_pass(x, t, s, c, shift, w, weighted, e)
+    return shift, total, mass, below
+
+
 # --- plan --------------------------------------------------------------------------------------------------
 
 @_jit
@@ -253,6 +289,8 @@ def planner(address):
             which[_T] = j
         elif w[a + O_ELEM_TYPE] != w[ELEM_TYPE]:
             return _fail(w, address, WRONG_TYPE, j, shape, 0)
+        elif role == _EXACT:  # probabilities as targets
+            which[_T] = j
         elif role == _CLASSES:
             which[_X] = j
         elif role == _PER_CLASS:
@@ -286,7 +324,12 @@ def planner(address):
         for d in range(2, rank):
             rows *= w[x + O_DIMS + d]
     t = _operand(which[_T])
-    if not _same_shape(w, t, shape, rank - 1):
+    soft = roles[which[_T]] == _EXACT
+    if soft and not _same_shape(w, t, w[x + O_DIMS:x + O_DIMS + rank], rank):
+        for d in range(rank):
+            shape[d] = w[x + O_DIMS + d]
+        return _fail(w, address, NOT_EXACT, which[_T], shape, rank)
+    if not soft and not _same_shape(w, t, shape, rank - 1):
         return _fail(w, address, NOT_ROWS, which[_T], shape, rank - 1)
     if which[_W] >= 0:
         one = view(stack(8), 1, np.int64)
@@ -298,8 +341,8 @@ def planner(address):
         return _fail(w, address, NOT_LOSS, which[_G], shape, loss_rank)
 
     ignore = np.int64(view(address + 8 * PARAMS, MAX_PARAMS, np.float64)[0])
-    targets = view(w[t + O_ADDRESS], max(rows, 1), np.int64)
-    for r in range(rows):
+    targets = view(w[t + O_ADDRESS], max(rows, 1) if not soft else 1, np.int64)
+    for r in range(rows if not soft else 0):
         k = targets[r]
         if k != ignore and (k < 0 or k >= c):
             w[OTHER], w[BAD_AT], w[CLASSES] = k, r, c
@@ -349,6 +392,12 @@ def _which(w, role):
 
 
 @_jit
+def _soft(w):
+    """Whether the targets are probabilities (a value per class, `input`'s shape) rather than class indices."""
+    return _which(w, _ROWS) < 0
+
+
+@_jit
 def start(address, _i, _value, dtype, _compute):
     """The kept rows' total weight (KEPT) and the classes' (SPREAD); a gradient of `mean` scales by 1 / KEPT."""
     w = view(address, PLAN_WORDS, np.int64)
@@ -359,7 +408,11 @@ def start(address, _i, _value, dtype, _compute):
     for k in range(c):
         spread += _weight(w, j, k, dtype)
     kept = 0.0
-    if w[REDUCTION] == _MEAN:
+    if w[REDUCTION] == _MEAN and _soft(w):  # every row counts, whatever the weights
+        kept = np.float64(rows)
+        if w[OP + OP_REDUCES] == 0:
+            f[SCALE] = 1.0 / kept
+    elif w[REDUCTION] == _MEAN:
         ignore = np.int64(view(address + 8 * PARAMS, MAX_PARAMS, np.float64)[0])
         targets = view(w[_operand(_which(w, _ROWS)) + O_ADDRESS], max(rows, 1), np.int64)
         for r in range(rows):
@@ -380,13 +433,13 @@ def _row_at(w, r):
 
 @_jit
 def _operands(w, address, dtype):
-    """(the weight's operand, whether the call has one, its values (a placeholder without), the targets, the
-    logits' address)."""
+    """(the weight's operand, whether the call has one, its values (a placeholder without), the targets'
+    address, the logits')."""
     j_w = _which(w, _PER_CLASS)
     weighted = j_w >= 0 and w[_operand(j_w) + O_KIND] != ABSENT
     weights = view(w[_operand(j_w) + O_ADDRESS] if weighted else address, max(w[CLASSES], 1), dtype)
-    targets = view(w[_operand(_which(w, _ROWS)) + O_ADDRESS], max(w[NTILES], 1), np.int64)
-    return j_w, weighted, weights, targets, w[_operand(_which(w, _CLASSES)) + O_ADDRESS]
+    target = _operand(_which(w, _EXACT) if _soft(w) else _which(w, _ROWS))
+    return j_w, weighted, weights, w[target + O_ADDRESS], w[_operand(_which(w, _CLASSES)) + O_ADDRESS]
 
 
 @functools.cache
@@ -396,6 +449,9 @@ def task_for(op_name: str):
 
     kernel = KERNELS[op_name]
     row = kernel.tile
+    # probabilities as targets (a value per class, read beside the logits) rather than class indices: no row is
+    # ignored; numba prunes the branch a constant rules out, so each form compiles its own row calls only
+    soft = not any(i.indices for i in kernel.op.inputs)
 
     @_jit
     def loss_task(address, i, _principal, dtype, _compute):
@@ -403,17 +459,25 @@ def task_for(op_name: str):
         params = view(address + 8 * PARAMS, MAX_PARAMS, np.float64)
         c, inner, rows, itemsize = w[CLASSES], w[INNER], w[NTILES], w[ITEMSIZE]
         first, ignore, span = i * w[TASK_TILES], np.int64(params[0]), max((c - 1) * inner + 1, 1)
-        j_w, weighted, weights, targets, x_address = _operands(w, address, dtype)
+        j_w, weighted, weights, t_address, x_address = _operands(w, address, dtype)
+        targets = view(t_address, max(rows, 1), np.int64)
         spread = view(address, PLAN_WORDS, np.float64)[SPREAD]
         out = view(w[OUT_ADDRESS], max(w[OUT_NUMEL], 1), dtype)
         total = 0.0
         for r in range(first, min(rows, first + w[TASK_TILES])):
-            k = targets[r]
-            loss = 0.0
-            if k != ignore:
-                x = view(x_address + _row_at(w, r) * itemsize, span, dtype)
+            at, loss = _row_at(w, r) * itemsize, 0.0
+            x = view(x_address + at, span, dtype)
+            if soft:
+                if c > 0:  # a row of no class sums nothing
+                    t = view(t_address + at, span, dtype)
+                    if inner == 1:  # the contiguous case, compiled apart so that its passes run in vector lanes
+                        loss = row(x, t, 1, c, weights, weighted, params)
+                    else:
+                        loss = row(x, t, inner, c, weights, weighted, params)
+            elif targets[r] != ignore:
+                k = targets[r]
                 wk = _weight(w, j_w, k, dtype)
-                if inner == 1:  # the contiguous case, compiled apart so that its passes run in vector lanes
+                if inner == 1:
                     loss = row(x, 1, c, k, weights, weighted, wk, spread, params)
                 else:
                     loss = row(x, inner, c, k, weights, weighted, wk, spread, params)
@@ -431,24 +495,31 @@ def task_for(op_name: str):
         params = view(address + 8 * PARAMS, MAX_PARAMS, np.float64)
         c, inner, rows, itemsize = w[CLASSES], w[INNER], w[NTILES], w[ITEMSIZE]
         first, ignore, span = i * w[TASK_TILES], np.int64(params[0]), max((c - 1) * inner + 1, 1)
-        j_w, weighted, weights, targets, x_address = _operands(w, address, dtype)
+        j_w, weighted, weights, t_address, x_address = _operands(w, address, dtype)
+        targets = view(t_address, max(rows, 1), np.int64)
         g = view(w[_operand(_which(w, _LOSS)) + O_ADDRESS], max(rows, 1), dtype)
         each, scale, spread, zero = w[REDUCTION] == _NONE, f[SCALE], f[SPREAD], compute(0)
-        for r in range(first, min(rows, first + w[TASK_TILES])):
+        for r in range(first, min(rows, first + w[TASK_TILES]) if c > 0 else first):  # no class: nothing to write
             at = _row_at(w, r) * itemsize
-            out = view(w[OUT_ADDRESS] + at, span, dtype)
-            k = targets[r]
-            if k == ignore:
+            out, x = view(w[OUT_ADDRESS] + at, span, dtype), view(x_address + at, span, dtype)
+            if soft:
+                t = view(t_address + at, span, dtype)
+                coef = np.float64(load(g[r if each else 0])) * scale
+                if inner == 1:
+                    row(x, t, 1, c, weights, weighted, params, coef, out)
+                else:
+                    row(x, t, inner, c, weights, weighted, params, coef, out)
+            elif targets[r] == ignore:
                 for m in range(c):
                     store(out, m * inner, zero)
-                continue
-            x = view(x_address + at, span, dtype)
-            coef = np.float64(load(g[r if each else 0])) * scale
-            wk = _weight(w, j_w, k, dtype)
-            if inner == 1:
-                row(x, 1, c, k, weights, weighted, wk, spread, params, coef, out)
             else:
-                row(x, inner, c, k, weights, weighted, wk, spread, params, coef, out)
+                k = targets[r]
+                coef = np.float64(load(g[r if each else 0])) * scale
+                wk = _weight(w, j_w, k, dtype)
+                if inner == 1:
+                    row(x, 1, c, k, weights, weighted, wk, spread, params, coef, out)
+                else:
+                    row(x, inner, c, k, weights, weighted, wk, spread, params, coef, out)
 
     return loss_task if kernel.op.reduces else gradient_task
 

@@ -1,0 +1,1 @@
+Bgrad_outputJÏu}sº	Ù¿

@@ -1,0 +1,2 @@
+
+Bgrad_outputJÙ8f<Ê5Á¼

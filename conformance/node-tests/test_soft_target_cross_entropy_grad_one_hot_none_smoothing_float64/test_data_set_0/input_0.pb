@@ -1,0 +1,1 @@
+Bgrad_outputJ 3Lòˆbã?uïHaÉ™ñ?D?h)×?ò-ê±ó¿

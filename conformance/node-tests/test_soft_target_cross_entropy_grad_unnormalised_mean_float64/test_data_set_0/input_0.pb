@@ -1,0 +1,1 @@
+Bgrad_outputJ‹Ý>¬8ò?

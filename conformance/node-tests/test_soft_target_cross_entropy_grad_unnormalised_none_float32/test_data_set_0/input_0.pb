@@ -1,0 +1,1 @@
+Bgrad_outputJ4Gc¿lg ¾‚À›¾šã“¿

@@ -1,0 +1,1 @@
+Bgrad_outputJ JáÒ…æhì¿”®V~íÔ¿ÕÁg4xÓ¿å`z;s|ò¿

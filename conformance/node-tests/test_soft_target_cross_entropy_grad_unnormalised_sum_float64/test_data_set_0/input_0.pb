@@ -1,0 +1,1 @@
+Bgrad_outputJüÊgu³ñ?

@@ -1,0 +1,1 @@
+Bgrad_outputJ -ª?ŒóÛ¾yF•½¥E•¾

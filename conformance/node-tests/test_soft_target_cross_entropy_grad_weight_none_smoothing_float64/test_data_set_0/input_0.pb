@@ -1,0 +1,1 @@
+Bgrad_outputJ ˜ZqŞ'ğ?w‹ßÿP2ß?{ÌoV`@›¿9LÍğî,Ğ¿

@@ -1,0 +1,1 @@
+BoutputJK"lAM~@Jkƒ@3,©?

@@ -1,0 +1,1 @@
+BoutputJÁA}Aò@‡A
