@@ -8,7 +8,7 @@ input name, and return a rank-0 tensor.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from onnx import NodeProto
 
@@ -21,13 +21,15 @@ APIS = {op.aclnn.api: op for op in opset.OPS.values() if op.aclnn is not None}
 
 @dataclass
 class AclnnCall:
-    """One aclnn call: tensor arguments by aclnn name (None: nullptr), reduction code, logTarget."""
+    """One aclnn call: tensor arguments by aclnn name (None: nullptr), reduction code, logTarget, other scalar
+    arguments by aclnn name (ignoreIndex, labelSmoothing)."""
 
     api: str
     tensors: dict[str, str | None]
     reduction: int = 1
     log_target: bool = False
     out: str = "out"
+    scalars: dict[str, int | float] = field(default_factory=dict)
 
 
 def reduction_name(code: int, op: str) -> str:
@@ -49,6 +51,11 @@ def to_node(call: AclnnCall) -> NodeProto:
     attrs: dict = {"reduction": reduction_name(call.reduction, op.name)}
     if any(a.name == "log_target" for a in op.attributes):
         attrs["log_target"] = int(call.log_target)
+    unknown = sorted(set(call.scalars) - {name for name, _ in op.aclnn.scalars})
+    if unknown:
+        raise ValueError(f"{call.api} has no scalar argument {unknown[0]!r}; expected one of "
+                         f"{[name for name, _ in op.aclnn.scalars]}")
+    attrs.update({attr: call.scalars[name] for name, attr in op.aclnn.scalars if name in call.scalars})
     inputs = [call.tensors.get(n) or "" for n in op.aclnn.arguments]
     while inputs and not inputs[-1]:
         inputs.pop()
@@ -65,7 +72,7 @@ def to_call(node: NodeProto) -> AclnnCall:
     tensors = {n: (node.input[k] if k < len(node.input) and node.input[k] else None)
                for k, n in enumerate(op.aclnn.arguments)}
     return AclnnCall(op.aclnn.api, tensors, REDUCTIONS.index(attrs["reduction"]), bool(attrs.get("log_target", 0)),
-                     node.output[0])
+                     node.output[0], {name: attrs[attr] for name, attr in op.aclnn.scalars})
 
 
 def reduced_output_shape(node: NodeProto) -> list[int] | None:

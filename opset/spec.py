@@ -194,6 +194,9 @@ class Aclnn:
     arguments: tuple[str, ...]  # its tensor arguments, in the operator's input order
     # Ascend part -> listed as supported (True), listed as not supported (False), not listed (None: unknown)
     products: dict[str, bool | None] = field(default_factory=dict)
+    scalars: tuple[tuple[str, str], ...] = ()  # (its scalar argument, the attribute it is) beyond the reduction
+    ranks: tuple[int, ...] = ()  # the ranks of `input` its page allows, where narrower than the operator's
+    extra_outputs: tuple[str, ...] = ()  # what it also writes that the node does not (the caller allocates them)
 
 
 @dataclass(frozen=True)

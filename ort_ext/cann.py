@@ -113,6 +113,11 @@ def soc_problems(model: ModelProto, soc: str) -> list[tuple[str, str]]:
             problems.append((label, f"{node.op_type} is not supported on {soc} (aclnn page)"))
         elif listed is None:
             problems.append((label, f"{node.op_type} is not listed for {soc} on its aclnn page: unknown"))
+        principal = node.input[opset.get(node.op_type).principal] if node.op_type in opset.OPS else ""
+        shape = values[principal].shape if principal in values and values[principal].HasField("shape") else None
+        if aclnn and aclnn.ranks and shape is not None and len(shape.dim) not in aclnn.ranks:
+            problems.append((label, f"input '{principal}' has rank {len(shape.dim)}; {aclnn.api} takes rank "
+                                    f"{' or '.join(map(str, aclnn.ranks))}"))
         for name in (i for i in node.input if i in values):
             t = values[name]
             if t.elem_type == TensorProto.BFLOAT16 and soc not in ASCEND_BFLOAT16:

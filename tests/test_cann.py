@@ -112,6 +112,24 @@ def test_ascend_product_limits():
         cann.soc_problems(model, "910B")
 
 
+def test_ascend_limits_of_the_class_losses():
+    """aclnnCrossEntropyLoss is listed for A2, A3 and 950 only, and takes (N, C); aclnnNLLLoss is listed for every
+    part, and takes (N, C) too (its (N, C, H, W) form is another API); their gradients have no aclnn counterpart
+    of the same inputs (aclnn's take the forward's log-probabilities or total weight)."""
+    x, t = np.zeros((4, 3), np.float32), np.zeros(4, np.int64)
+    model, _ = node_model("CrossEntropyLoss", [x, t, None], "float32", {})
+    assert cann.soc_problems(model, "A2") == []
+    assert [p for _, p in cann.soc_problems(model, "910")] == ["CrossEntropyLoss is not supported on 910 (aclnn page)"]
+    model, _ = node_model("CrossEntropyLoss", [np.zeros((4, 3, 2), np.float32), np.zeros((4, 2), np.int64), None],
+                          "float32", {})
+    assert [p for _, p in cann.soc_problems(model, "A3")] == ["input 'input' has rank 3; aclnnCrossEntropyLoss takes "
+                                                              "rank 2"]
+    model, _ = node_model("NLLLoss", [x, t, None], "float32", {})
+    assert cann.soc_problems(model, "910") == cann.soc_problems(model, "310P") == []
+    model, _ = node_model("NLLLossBackward", [np.float32(1), x, t, None], "float32", {})
+    assert "has no aclnn counterpart" in cann.soc_problems(model, "A2")[0][1]
+
+
 def _demo_model():
     from lossops.demo import demo_inputs, demo_model
 

@@ -359,6 +359,9 @@ def test_lower_round_trip():
     opset.make_node("BinaryCrossEntropyWithLogits", ["x", "y", "", "pw"], ["out"], reduction="sum"),
     opset.make_node("BinaryCrossEntropyBackward", ["g", "x", "y", "w"], ["out"], reduction="none"),
     opset.make_node("KlDivBackward", ["g", "x", "t"], ["out"], reduction="batchmean", log_target=1),
+    opset.make_node("CrossEntropyLoss", ["x", "t", "w"], ["out"], reduction="none", ignore_index=3,
+                    label_smoothing=0.25),
+    opset.make_node("NLLLoss", ["x", "t"], ["out"], reduction="sum", ignore_index=-1),
 ])
 def test_aclnn_round_trip(node):
     call = aclnn.to_call(node)
@@ -378,6 +381,15 @@ def test_aclnn_arguments():
                                                                           "target": "y"}, reduction=3))
     with pytest.raises(ValueError, match="unknown aclnn API"):
         aclnn.to_node(aclnn.AclnnCall("aclnnSoftmax", {}))
+    ce = aclnn.to_node(aclnn.AclnnCall("aclnnCrossEntropyLoss", {"input": "x", "target": "t", "weightOptional": None},
+                                       reduction=1, scalars={"ignoreIndex": 0, "labelSmoothing": 0.1}))
+    assert list(ce.input) == ["x", "t"] and aclnn.reduced_output_shape(ce) == [1]
+    assert opset.node_attributes(ce) == {"reduction": "mean", "ignore_index": 0,
+                                         "label_smoothing": pytest.approx(0.1)}
+    with pytest.raises(ValueError, match="aclnnNLLLoss has no scalar argument 'labelSmoothing'; expected one of "
+                                         r"\['ignoreIndex'\]"):
+        aclnn.to_node(aclnn.AclnnCall("aclnnNLLLoss", {"self": "x", "target": "t"}, scalars={"labelSmoothing": 0.1}))
+    assert opset.get("CrossEntropyLoss").aclnn.extra_outputs[0] == "logProbOut"
 
 
 @pytest.mark.parametrize("portable", [True, False])

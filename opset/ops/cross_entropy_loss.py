@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..builder import Builder
-from ..spec import CLASSES, IGNORE_INDEX, Attribute, Gradient, Input, OpDef, class_reduction
+from ..spec import CLASSES, IGNORE_INDEX, Aclnn, Attribute, Gradient, Input, OpDef, class_reduction
 from .nll_loss import TARGET, WEIGHT
 
 DOC = """\
@@ -64,5 +64,10 @@ DEFINITION = OpDef(
     decompose=decompose,
     reduces=True,
     torch=("aten::cross_entropy_loss", "lossops::cross_entropy"),
+    # its reduction is a string (char *reductionOptional); it also returns the log-probabilities for its backward
+    aclnn=Aclnn("aclnnCrossEntropyLoss", ("input", "target", "weightOptional"),
+                {"910": False, "310P": False, "A2": True, "A3": True, "950": True},
+                scalars=(("ignoreIndex", "ignore_index"), ("labelSmoothing", "label_smoothing")), ranks=(2,),
+                extra_outputs=("logProbOut", "zlossOut", "lseForZlossOut")),
     gradient=Gradient("CrossEntropyLossGrad", ("grad_output", "input", "target", "weight")),
 )

@@ -12,6 +12,7 @@ from ..spec import (
     PER_CLASS,
     POSITIVE,
     ROWS,
+    Aclnn,
     Gradient,
     Input,
     OpDef,
@@ -55,5 +56,10 @@ DEFINITION = OpDef(
     decompose=decompose,
     reduces=True,
     torch=("aten::nll_loss", "aten::nll_loss2d", "lossops::nll_loss"),
+    # (N, C) only: aclnnNLLLoss2d takes (N, C, H, W); its weight is required (ones where the node has none), and it
+    # also returns the total weight, which its backward takes
+    aclnn=Aclnn("aclnnNLLLoss", ("self", "target", "weight"),
+                {"910": True, "310P": True, "A2": True, "A3": True, "950": True},
+                scalars=(("ignoreIndex", "ignore_index"),), ranks=(2,), extra_outputs=("totalWeightOut",)),
     gradient=Gradient("NLLLossBackward", ("grad_output", "input", "target", "weight")),
 )
