@@ -212,9 +212,10 @@ def row_sum_below(x, s, c, top, w, weighted):
 
 
 @_sum_jit
-def _soft_pass(x, t, s, c, shift, w, weighted, e):
+def row_soft_pass(x, t, s, c, shift, w, weighted, e):
     """(sum of exp(x - shift), sum of q, sum of q * (shift - x)) over the row, in float64, with q = weight[k] *
-    ((1 - e) * t[k] + e / c) (weight 1 where not `weighted`)."""
+    ((1 - e) * t[k] + e / c) (weight 1 where not `weighted`): the terms of a cross entropy against probabilities t,
+    sum_k q[k] * (lse - x[k]) = below + log(total) * mass."""
     total = below = mass = 0.0
     kept, spread = 1.0 - e, e / c
     for k in range(c):
@@ -228,19 +229,35 @@ def _soft_pass(x, t, s, c, shift, w, weighted, e):
     return total, mass, below
 
 
+@_sum_jit
+def row_soft_pass_into(x, t, s, c, shift, w, weighted, e, out):
+    """`row_soft_pass`, with out[k] = exp(x[k] - shift) (out: x's storage, where it holds the compute type
+    exactly)."""
+    total = below = mass = 0.0
+    kept, spread = 1.0 - e, e / c
+    for k in range(c):
+        v = load(x[k * s])
+        q = kept * np.float64(load(t[k * s])) + spread
+        if weighted:
+            q *= np.float64(load(w[k]))
+        exponential = _exp_shifted(v, shift)
+        out[k * s] = exponential
+        total += np.float64(exponential)
+        mass += q
+        below += q * np.float64(shift - v)
+    return total, mass, below
+
+
 @_jit
 def row_soft_sums(x, t, s, c, w, weighted, e):
-    """(shift, sum of exp(x - shift), sum of q, sum of q * (shift - x)) over the row (`_soft_pass`): the terms of a
-    cross entropy against probabilities t, sum_k q[k] * (lse - x[k]) = below + log(total) * mass. One pass, shifted
-    by the row's first logit; where the sum overflows (a logit ~88 above it in float32) or meets a non-finite
-    value, again from the row's maximum (a NaN stays NaN). The float64 sum of q * (shift - x), of either sign,
-    cancels by far less than the float32 result's rounding."""
-    shift = load(x[0])
-    total, mass, below = _soft_pass(x, t, s, c, shift, w, weighted, e)
+    """(sum of exp(x - shift), sum of q, sum of q * (shift - x)) (`row_soft_pass`) in one pass, shifted by the row's
+    first logit; where the sum overflows (a logit ~88 above it in float32) or meets a non-finite value, again from
+    the row's maximum (a NaN stays NaN). The float64 sum of q * (shift - x), of either sign, cancels by far less
+    than the float32 result's rounding."""
+    total, mass, below = row_soft_pass(x, t, s, c, load(x[0]), w, weighted, e)
     if not total < np.inf:
-        shift = row_max(x, s, c)
-        total, mass, below = _soft_pass(x, t, s, c, shift, w, weighted, e)
-    return shift, total, mass, below
+        total, mass, below = row_soft_pass(x, t, s, c, row_max(x, s, c), w, weighted, e)
+    return total, mass, below
 
 
 # --- plan --------------------------------------------------------------------------------------------------

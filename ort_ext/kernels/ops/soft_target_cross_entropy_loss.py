@@ -13,5 +13,5 @@ from ..rows import row_soft_sums
 @row_kernel("SoftTargetCrossEntropyLoss", task_elements=1 << 14)
 @numba.njit(error_model="numpy", nogil=True)
 def soft_target_cross_entropy_loss(x, t, s, c, w, weighted, params):
-    _, total, mass, below = row_soft_sums(x, t, s, c, w, weighted, params[0])
+    total, mass, below = row_soft_sums(x, t, s, c, w, weighted, params[0])
     return below + log(total) * mass
