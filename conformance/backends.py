@@ -100,15 +100,9 @@ def unavailable(name: str) -> str | None:
     return consumers.unavailable(name) if name in consumers.CONSUMERS else None
 
 
-# onnx's reference LogSoftmax is log(Softmax(x)): -inf for a logit far enough below its row's maximum (about 745
-# in float64), where the soft target's loss is then inf
-_REFERENCE_LIMIT = consumers.Limit(
-    lambda case, dtype: "soft_target_cross_entropy_extreme" in case,
-    "onnx.reference's LogSoftmax is log(Softmax(x)), -inf where a logit is far below its row's maximum")
-
-
 def known_limit(name: str, case: str, dtype: str) -> str | None:
     """The declared reason backend `name` cannot run this case, if any (consumers.py)."""
     if name == "reference":
-        return _REFERENCE_LIMIT.reason if _REFERENCE_LIMIT.applies(case, dtype) else None
+        limit = consumers.LOG_OF_SOFTMAX
+        return limit.reason if limit.applies(case, dtype) else None
     return consumers.CONSUMERS[name].limit(case, dtype) if name in consumers.CONSUMERS else None
