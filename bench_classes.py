@@ -1,5 +1,6 @@
 """`lossops bench --classes`: cross entropy at a classifier's and a language model's sizes, float32, `mean`, a
-quarter of the rows ignored, and against probabilities (SoftTargetCrossEntropyLoss): the forward alone and a
+quarter of the rows ignored, against probabilities (SoftTargetCrossEntropyLoss), and the multi-label hinge loss
+(MultilabelMarginLoss, up to five labels a row): the forward alone and a
 training step's forward and backward, each on the lossops kernels, on ONNX Runtime's standard ops
 (SoftmaxCrossEntropyLoss for the forward of class indices; the lossops decomposition, which has no standard-op
 backward to compare with, for both), in PyTorch eager and in torch.compile, with the memory roofline measured
@@ -19,6 +20,7 @@ from onnx import TensorProto, helper
 
 from . import opset
 from .bench import Stream
+from .conformance.specs import label_lists
 from .extras import available
 from .ort_ext import InferenceSession
 from .ort_ext.arrays import workspace_bytes
@@ -29,6 +31,9 @@ LARGE_SHAPES = [(512, 128256)]  # a Llama 3 vocabulary
 
 
 SOFT = "SoftTargetCrossEntropyLoss"  # probabilities as targets: a distillation's loss
+LABELS = "MultilabelMarginLoss"  # label lists as targets: a multi-label tagger's loss
+# the bytes a row's target moves, in units of its logits' (float32): probabilities 4, label lists int64 8
+TARGET_BYTES = {SOFT: 1, LABELS: 2}
 
 
 def _feeds(op: str, n: int, c: int) -> dict[str, np.ndarray]:
@@ -37,6 +42,8 @@ def _feeds(op: str, n: int, c: int) -> dict[str, np.ndarray]:
     if op == SOFT:
         t = np.exp(r.normal(size=(n, c)))
         return {"input": x, "target": (t / t.sum(1, keepdims=True)).astype(np.float32)}
+    if op == LABELS:
+        return {"input": x, "target": label_lists(r, (n, c), 5)}
     t = r.integers(0, c, n)
     t[::4] = -100
     return {"input": x, "target": t}
@@ -56,7 +63,8 @@ def _runners(op: str, n: int, c: int, so, compile_torch: bool) -> tuple[dict, di
     feeds = _feeds(op, n, c)
     step_feeds = {"grad_output": np.array(1.0, np.float32), **feeds}
     loss = opset.make_node(op, ["input", "target"], ["loss"], reduction="mean")
-    step = [loss, opset.make_node(f"{op}Grad", ["grad_output", "input", "target"], ["grad"], reduction="mean")]
+    step = [loss, opset.make_node(opset.get(op).gradient.backward, ["grad_output", "input", "target"], ["grad"],
+                                  reduction="mean")]
     forward_model = _model([loss], feeds, ["loss"], False)
     step_model = _model(step, feeds, ["loss", "grad"], True)
     forward, backward = {}, {}
@@ -65,7 +73,7 @@ def _runners(op: str, n: int, c: int, so, compile_torch: bool) -> tuple[dict, di
         forward[mode] = lambda s=s: s.run(None, feeds)
         s = InferenceSession(step_model, so, mode=mode)
         backward[mode] = lambda s=s: s.run(None, step_feeds)
-    if op != SOFT:  # ONNX's SoftmaxCrossEntropyLoss takes class indices only
+    if op == "CrossEntropyLoss":  # ONNX's SoftmaxCrossEntropyLoss takes class indices only
         standard = helper.make_node("SoftmaxCrossEntropyLoss", ["input", "target"], ["loss"], ignore_index=-100)
         s = onnxruntime.InferenceSession(_model([standard], feeds, ["loss"], False), so,
                                          providers=["CPUExecutionProvider"])
@@ -76,17 +84,19 @@ def _runners(op: str, n: int, c: int, so, compile_torch: bool) -> tuple[dict, di
 
         x, t = torch.from_numpy(feeds["input"]), torch.from_numpy(feeds["target"])
         xg = x.clone().requires_grad_(True)
+        loss_fn = F.multilabel_margin_loss if op == LABELS else F.cross_entropy
 
         def eager_forward():
-            return F.cross_entropy(x, t)
+            return loss_fn(x, t)
 
         def eager_step():
-            loss = F.cross_entropy(xg, t)
+            loss = loss_fn(xg, t)
             (grad,) = torch.autograd.grad(loss, xg)
             return loss, grad
 
         forward["torch"], backward["torch"] = eager_forward, eager_step
-        if compile_torch:
+        # inductor writes multilabel_margin_loss as PyTorch's decomposition, (N, C, C) tensors: 16 GB at (4096, 1000)
+        if compile_torch and not (op == LABELS and n * c * c * 4 > 1 << 30):
             torch._dynamo.reset()
             try:
                 forward["compiled"] = torch.compile(eager_forward, dynamic=False)
@@ -110,6 +120,7 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
     rows = []
     cases = [("CrossEntropyLoss", shape) for shape in SHAPES + (LARGE_SHAPES if large else [])]
     cases += [(SOFT, shape) for shape in SHAPES[1:]]
+    cases += [(LABELS, shape) for shape in SHAPES[:2]]
     with ThreadPoolExecutor(threads) as pool:
         for op, (n, c) in cases:
             forward, step = _runners(op, n, c, so, compile_torch)
@@ -123,10 +134,11 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
             timed = steady({**forward, "copy": copy}, blocks=blocks, calls=calls, quiet=quiet)
             timed_step = steady(step, blocks=blocks, calls=calls, quiet=quiet)
             inputs = [feeds["input"], feeds["target"], None]
+            inputs = inputs[:len(opset.get(op).inputs)]
             extra = max(workspace_bytes(op, inputs, reduction="mean"),
-                        workspace_bytes(f"{op}Grad", [np.float32(1), *inputs], reduction="mean"))
-            # probabilities as targets are read alongside the logits: twice the bytes
-            per = 2 if op == SOFT else 1
+                        workspace_bytes(opset.get(op).gradient.backward, [np.float32(1), *inputs], reduction="mean"))
+            # a target of the logits' shape is read alongside them
+            per = 1 + TARGET_BYTES.get(op, 0)
             for what, t, moved in (("forward", timed, per * logits), ("forward+backward", timed_step,
                                                                       (2 * per + 1) * logits)):
                 rows.append({"op": op, "shape": [n, c], "what": what, "extra_bytes": extra, "bytes": moved,
@@ -170,10 +182,12 @@ def table(run: dict) -> str:
     head = (f"`lossops bench --classes`, {env['date']}, {env['machine']}, {env['cpus']} CPUs ({env['threads']} "
             f"thread{'s' if env['threads'] > 1 else ''}), " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
     lines = [head, "", "float32, `mean`; CrossEntropyLoss with a quarter of the rows ignored, "
-             "SoftTargetCrossEntropyLoss against probabilities. Each other runner's time "
-             "over the kernels' (above 1: the kernels are faster); of roofline: the least the call must move (the "
-             "logits, and probabilities, once for the forward; twice and the gradient written for a step) at numpy's "
-             "copy bandwidth, over the kernels' time; extra: the kernels' heap beyond inputs and outputs.", "",
+             "SoftTargetCrossEntropyLoss against probabilities, MultilabelMarginLoss with up to five labels a row. "
+             "Each other runner's time over the kernels' (above 1: the kernels are faster); of roofline: the least "
+             "the call must move (the logits, and a target of their shape, once for the forward; twice and the "
+             "gradient written for a step) at numpy's copy bandwidth, over the kernels' time; extra: the kernels' "
+             "heap beyond inputs and outputs. No torch.compile for MultilabelMarginLoss at (4096, 1000): inductor "
+             "writes it as PyTorch's decomposition, (N, C, C) tensors of 16 GB there.", "",
              "| loss | (N, C) | call | kernels | " + " | ".join(f"vs {v}" for v in COLUMNS.values())
              + " | of roofline | extra |", "|---|---|---|---|" + "---|" * (len(COLUMNS) + 2)]
     lines += [table_row(r) for r in run["rows"]]

@@ -20,9 +20,9 @@ from onnx import ModelProto, TensorProto, helper
 from .. import opset
 from ..opset.registry import module_name
 from ..opset.shapes import infer
-from ..opset.spec import DTYPE_NAMES
+from ..opset.spec import DTYPE_NAMES, LABEL_LIST
 from . import ops
-from .specs import Spec, draw, grad, rng
+from .specs import Spec, draw, grad, label_lists, rng
 
 BCEWL, BCEB, KLB, KL = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward", "KlDiv"
 
@@ -69,14 +69,17 @@ def _large_class_specs(op, n: int, c: int, r: np.random.Generator) -> list[Spec]
     t[::10] = -100
     if not op.input("target").indices:  # probabilities
         t = r.dirichlet(np.ones(c), size=n)
+    elif op.input("target").domain == LABEL_LIST:  # up to ten labels a row
+        t = label_lists(r, (n, c), 10)
     specs = []
     for red in ("none", "mean"):
         inputs = [grad(red, (n,), r) if i.name == "grad_output" else x if i.name == "input" else t
                   if i.name == "target" else r.uniform(0.3, 2.0, c) for i in op.inputs]
         reduced = n if op.reduces and red != "none" else 0
         softmax = c if "CrossEntropy" in op.name else 0  # each value is relative to a sum over the classes
+        margins = 10 * c if op.input("target").domain == LABEL_LIST else 0  # a row's margins, summed
         specs.append(Spec(f"{module_name(op.name)}_large_{n}x{c}_{red}", op.name, inputs, {"reduction": red},
-                          max(reduced, softmax)))
+                          max(reduced, softmax, margins)))
     return specs
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..opset.spec import LOG_PROBABILITY, POSITIVE, PROBABILITY
+from ..opset.spec import LABEL_LIST, LOG_PROBABILITY, POSITIVE, PROBABILITY
 
 
 @dataclass
@@ -40,7 +40,24 @@ def draw(r: np.random.Generator, domain: str, shape: tuple[int, ...] | int) -> n
         return r.uniform(0.3, 2.0, shape)
     if domain == LOG_PROBABILITY:
         return np.log(r.uniform(0.01, 1.0, shape))
+    if domain == LABEL_LIST:
+        return label_lists(r, (shape,) if isinstance(shape, int) else shape)
     return r.normal(scale=3, size=shape)
+
+
+def label_lists(r: np.random.Generator, shape: tuple[int, ...], most: int = 3) -> np.ndarray:
+    """Multi-label targets (int64, `shape`, the classes on axis 1): each row up to `most` distinct labels (some
+    rows none), then -1, then values that are not read (classes and -1)."""
+    c = shape[1] if len(shape) > 1 else shape[0]
+    rows = np.full((int(np.prod(shape)) // max(c, 1), c), -1, np.int64)
+    for row in rows:
+        k = int(r.integers(0, min(most, c) + 1))
+        row[:k] = r.permutation(c)[:k]
+        if k + 1 < c:
+            row[k + 1:] = r.integers(-1, c, c - k - 1)
+    if len(shape) < 2:
+        return rows.reshape(shape)
+    return np.ascontiguousarray(np.moveaxis(rows.reshape(shape[:1] + shape[2:] + (c,)), -1, 1))
 
 
 def indices(target):

@@ -406,15 +406,61 @@ def _(grad_output, input, target, weight, reduction, label_smoothing):
 soft_target_cross_entropy.register_autograd(_class_backward("soft_target_cross_entropy"), setup_context=_class_setup)
 
 
+@torch.library.custom_op("lossops::multilabel_margin_loss", mutates_args=())
+def multilabel_margin_loss(input: Tensor, target: Tensor, reduction: int) -> Tensor:
+    return F.multilabel_margin_loss(input, target, reduction=REDUCTIONS[reduction]).clone()
+
+
+@multilabel_margin_loss.register_fake
+def _(input, target, reduction):
+    _same_shape(input, target)
+    return input.new_empty((input.shape[0],) if reduction == _NONE else ())
+
+
+@torch.library.custom_op("lossops::multilabel_margin_loss_backward", mutates_args=())
+def multilabel_margin_loss_backward(grad_output: Tensor, input: Tensor, target: Tensor, reduction: int) -> Tensor:
+    c = input.shape[1]
+    listed = (target >= 0).cumprod(1).bool()  # (N, K): the labels end at the row's first negative value
+    index = target.clamp(min=0)
+    hit = F.one_hot(index, c).bool() & listed.unsqueeze(2)  # (N, K, C): label k is class c
+    margins = 1 - input.gather(1, index).unsqueeze(2) + input.unsqueeze(1)
+    counted = (listed.unsqueeze(2) & ~hit.any(1, keepdim=True) & (margins > 0)).to(input.dtype)
+    counts = counted.sum(1) - (hit.to(input.dtype) * counted.sum(2, keepdim=True)).sum(1)
+    fed = grad_output.unsqueeze(1) if reduction == _NONE else grad_output
+    return counts * (fed / (c * (input.shape[0] if reduction == _MEAN else 1)))
+
+
+@multilabel_margin_loss_backward.register_fake
+def _(grad_output, input, target, reduction):
+    return torch.empty_like(input)
+
+
+def _multilabel_setup(ctx, inputs, output):
+    input, target, reduction = inputs
+    ctx.save_for_backward(input, target)
+    ctx.reduction = reduction
+
+
+def _multilabel_backward(ctx, grad):
+    _computed_gradients_only(ctx, "multilabel_margin_loss", ("input", "target"))
+    input, target = ctx.saved_tensors
+    return torch.ops.lossops.multilabel_margin_loss_backward(grad, input, target, ctx.reduction), None, None
+
+
+multilabel_margin_loss.register_autograd(_multilabel_backward, setup_context=_multilabel_setup)
+
+
 class LossopsLosses(torch.overrides.TorchFunctionMode):
     """While active, F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.cross_entropy (of class indices
-    or probabilities) and F.nll_loss (on (N, C, ...)) run as the lossops custom ops, unless a tensor whose
+    or probabilities), F.nll_loss (on (N, C, ...)) and F.multilabel_margin_loss (on (N, C)) run as the lossops
+    custom ops, unless a tensor whose
     gradient their backward does not compute needs one, or the call uses the deprecated size_average/reduce
     arguments: those stay PyTorch's own function."""
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if func not in (F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.nll_loss, F.cross_entropy):
+        if func not in (F.binary_cross_entropy_with_logits, F.kl_div, F.l1_loss, F.nll_loss, F.cross_entropy,
+                        F.multilabel_margin_loss):
             return func(*args, **kwargs)
         bound = _bind(func, args, kwargs)
         if bound.get("size_average") is not None or bound.get("reduce") is not None or _other_gradient(
@@ -428,6 +474,10 @@ class LossopsLosses(torch.overrides.TorchFunctionMode):
                                             bool(bound.get("log_target", False)))
         if func is F.l1_loss:
             return torch.ops.lossops.l1_loss(bound["input"], bound["target"], reduction)
+        if func is F.multilabel_margin_loss:  # (N, C): a single sample stays PyTorch's own
+            if bound["input"].dim() != 2:
+                return func(*args, **kwargs)
+            return torch.ops.lossops.multilabel_margin_loss(bound["input"], bound["target"], reduction)
         return torch.ops.lossops.binary_cross_entropy_with_logits(
             bound["input"], bound["target"], bound.get("weight"), bound.get("pos_weight"), reduction)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from onnx import TensorProto, helper
 
 from .shapes import NOT_A_CLASS, NOT_CLASSES
-from .spec import EXACT, LOSS, PER_CLASS, ROWS
+from .spec import EXACT, LABELS, LOSS, PER_CLASS, ROWS
 
 if TYPE_CHECKING:
     from .builder import Builder
@@ -27,8 +27,9 @@ class Rows:
 
     def __init__(self, b: Builder, input: str):
         self.b, self.input = b, input
-        # probabilities as targets (a value per class) rather than a class index per row: no row is ignored
-        self.soft = not any(i.indices for i in b.opdef.inputs)
+        # targets other than a class index per row (probabilities, label lists): no row is ignored, and the mean
+        # divides by the number of rows
+        self.every_row = not any(i.shape == ROWS for i in b.opdef.inputs)
         self.target = self.weight_input = self.grad_output = ""  # set once guarded (`decomposition`)
 
     @functools.cached_property
@@ -55,6 +56,15 @@ class Rows:
         rule = f"{b.opdef.name}: " + NOT_CLASSES.format(shape="of rank < 2")
         return b.op("Gather", self.shape, b.int_scalar(1), name=rule)
 
+    def per_class(self, elem_type: int | None = None) -> str:
+        """1 / C in the compute type (or `elem_type`), 1 where there is no class (a sum over no class is 0 then,
+        not NaN)."""
+        b, c = self.b, self.static_classes
+        if c is not None:
+            return b.const(1.0 / max(c, 1), elem_type)
+        count = b.op("Cast", self.count, to=elem_type or b.compute)
+        return b.op("Div", b.const(1.0, elem_type), b.op("Max", count, b.const(1.0, elem_type)))
+
     def classes(self, scale: float | None = None) -> str:
         """C in the compute type, or `scale` / C; a constant where C is static (CANN claims no node that reads
         constants only)."""
@@ -71,7 +81,7 @@ class Rows:
 
     def unless_ignored(self, value: str, zero: str | None = None) -> str:
         """`value` (over rows), 0 (or `zero`) in the ignored rows."""
-        if self.soft:
+        if self.every_row:
             return value
         return self.b.op("Where", self.ignored, zero or self.b.const(0.0), value)
 
@@ -118,10 +128,10 @@ class Rows:
 
     def divisor(self, elem_type: int = TensorProto.DOUBLE) -> str:
         """What the mean divides by, a scalar of `elem_type`: the total weight (or number) of the rows not ignored;
-        the number of rows for probability targets (whatever the weights, as PyTorch); a constant where it is
+        the number of rows for targets of input's shape (whatever the weights, as PyTorch); a constant where it is
         static (CANN claims no node that reads constants only)."""
         b = self.b
-        if not self.soft:
+        if not self.every_row:
             total = b.total(self.weight or self.unless_ignored(b.const(1.0)))
             return total if elem_type == TensorProto.DOUBLE else b.op("Cast", total, to=elem_type)
         if b.static_count is not None:
@@ -207,7 +217,8 @@ def _guarded(b: Builder, names: list[str]) -> list[str]:
     rows = b.rows.rows_shape
     loss = rows if b.attrs["reduction"] == "none" else b.ints([])
     expected = {ROWS: (rows, "input's shape without its class axis"), PER_CLASS: (classes, "shape (C,)"),
-                LOSS: (loss, "the loss's shape"), EXACT: (shape, "exactly input's shape")}
+                LOSS: (loss, "the loss's shape"), EXACT: (shape, "exactly input's shape"),
+                LABELS: (shape, "exactly input's shape")}
     out = list(names)
     for k, i in enumerate(op.inputs):
         if names[k] and i.shape in expected:

@@ -13,7 +13,7 @@ import string
 
 from onnx import TypeProto
 
-from .spec import BROADCAST, EXACT, FITS, LOSS, PER_CLASS, ROWS, OpDef
+from .spec import BROADCAST, EXACT, FITS, LABELS, LOSS, PER_CLASS, ROWS, OpDef
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
@@ -36,6 +36,7 @@ NOT_ROWS = "input '{input}' has shape {shape}; expected input's shape without it
 NOT_PER_CLASS = "input '{input}' has shape {shape}; expected {full}, one value per class"
 NOT_LOSS = "input '{input}' has shape {shape}; expected the loss's shape {full}"
 NOT_A_CLASS = "input 'target' must hold class indices in [0, C) or ignore_index"
+NOT_A_LABEL = "input 'target' must hold class indices in [0, C) or -1 (a row's labels end at its first -1)"
 
 
 def pieces(template: str) -> tuple[list[str], list[str]]:
@@ -115,7 +116,7 @@ def infer_classes(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
     rows, classes = rows_and_classes(op, shapes["input"])
     loss = rows if attrs["reduction"] == "none" else ()
     expected = {ROWS: (rows, NOT_ROWS), PER_CLASS: ((classes,), NOT_PER_CLASS), LOSS: (loss, NOT_LOSS),
-                EXACT: (shapes["input"], NOT_EXACT)}
+                EXACT: (shapes["input"], NOT_EXACT), LABELS: (shapes["input"], NOT_EXACT)}
     for i in op.inputs:
         if i.name in shapes and i.shape in expected:
             shape, message = expected[i.shape]

@@ -42,11 +42,13 @@ CLASSES = "classes"  # the input named `input` of a class loss: (N, C, d1, ...),
 ROWS = "rows"  # input's shape without its class axis: (N, d1, ...), one class index per row
 PER_CLASS = "per class"  # (C,)
 LOSS = "loss"  # a class loss fed back: ROWS for reduction 'none', a scalar otherwise
+LABELS = "labels"  # exactly S, int64: each row's class indices along axis 1, ended by the first negative one
 
 
 # What values an input holds (for sampling in benchmarks, demos and fuzz tests; the operators check none).
 REAL, PROBABILITY, LOG_PROBABILITY, POSITIVE = "real", "probability", "log-probability", "positive"
 CLASS_INDEX = "class index"  # int64 (type constraint I, not T): a class in [0, C), or the node's ignore_index
+LABEL_LIST = "label list"  # int64: a row's classes in [0, C) along axis 1, then -1 to its end (multi-label)
 
 
 @dataclass(frozen=True)
@@ -60,7 +62,7 @@ class Input:
     @property
     def indices(self) -> bool:
         """Whether it holds class indices (int64) rather than values of the node's float type T."""
-        return self.domain == CLASS_INDEX
+        return self.domain in (CLASS_INDEX, LABEL_LIST)
 
 
 # inputs and outputs that several operators' records describe alike

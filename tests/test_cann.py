@@ -115,7 +115,8 @@ def test_ascend_product_limits():
 def test_ascend_limits_of_the_class_losses():
     """aclnnCrossEntropyLoss is listed for A2, A3 and 950 only, and takes (N, C); aclnnNLLLoss is listed for every
     part, and takes (N, C) too (its (N, C, H, W) form is another API); their gradients have no aclnn counterpart
-    of the same inputs (aclnn's take the forward's log-probabilities or total weight)."""
+    of the same inputs (aclnn's take the forward's log-probabilities or total weight). aclnnMultilabelMarginLoss is
+    listed for 910, A2 and A3, and takes (N, C)."""
     x, t = np.zeros((4, 3), np.float32), np.zeros(4, np.int64)
     model, _ = node_model("CrossEntropyLoss", [x, t, None], "float32", {})
     assert cann.soc_problems(model, "A2") == []
@@ -128,6 +129,15 @@ def test_ascend_limits_of_the_class_losses():
     assert cann.soc_problems(model, "910") == cann.soc_problems(model, "310P") == []
     model, _ = node_model("NLLLossBackward", [np.float32(1), x, t, None], "float32", {})
     assert "has no aclnn counterpart" in cann.soc_problems(model, "A2")[0][1]
+    labels = np.array([[0, -1, 1], [2, 1, 0], [-1, 0, 0], [1, 2, -1]])
+    model, _ = node_model("MultilabelMarginLoss", [x, labels], "float32", {})
+    assert cann.soc_problems(model, "910") == cann.soc_problems(model, "A2") == []
+    assert [p for _, p in cann.soc_problems(model, "310P")] == [
+        "MultilabelMarginLoss is not supported on 310P (aclnn page)"]
+    model, _ = node_model("MultilabelMarginLoss", [np.zeros((4, 3, 2), np.float32), np.zeros((4, 3, 2), np.int64)],
+                          "float32", {})
+    assert [p for _, p in cann.soc_problems(model, "A3")] == [
+        "input 'input' has rank 3; aclnnMultilabelMarginLoss takes rank 2"]
 
 
 def _demo_model():

@@ -252,12 +252,13 @@ def test_bench_threads_sweep_times_each_count_side_by_side():
 def test_bench_classes_times_every_runner_side_by_side():
     """`--classes --quick`: a forward row and a forward+backward row per loss and shape, each with the kernels'
     time, every other runner's ratio (torch.compile left out by --quick; ORT's SoftmaxCrossEntropyLoss has no
-    backward, nor probabilities as targets) and the share of the roofline."""
+    backward, nor other targets than class indices) and the share of the roofline."""
     done = lossops("bench", "--classes", "--quick", "--blocks", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [line for line in done.stdout.splitlines() if "Loss | (" in line]
     cases = [("CrossEntropyLoss", shape) for shape in ((64, 10), (4096, 1000), (2048, 32000))]
     cases += [("SoftTargetCrossEntropyLoss", shape) for shape in ((4096, 1000), (2048, 32000))]
+    cases += [("MultilabelMarginLoss", shape) for shape in ((64, 10), (4096, 1000))]
     assert [row.split(" | ")[:3] for row in rows] == [
         [f"| {op}", f"({n}, {c})", call] for op, (n, c) in cases for call in ("forward", "forward+backward")]
     ratio = r"[0-9.]+×"

@@ -362,6 +362,7 @@ def test_lower_round_trip():
     opset.make_node("CrossEntropyLoss", ["x", "t", "w"], ["out"], reduction="none", ignore_index=3,
                     label_smoothing=0.25),
     opset.make_node("NLLLoss", ["x", "t"], ["out"], reduction="sum", ignore_index=-1),
+    opset.make_node("MultilabelMarginLoss", ["x", "t"], ["out"], reduction="none"),
 ])
 def test_aclnn_round_trip(node):
     call = aclnn.to_call(node)
@@ -390,6 +391,9 @@ def test_aclnn_arguments():
                                          r"\['ignoreIndex'\]"):
         aclnn.to_node(aclnn.AclnnCall("aclnnNLLLoss", {"self": "x", "target": "t"}, scalars={"labelSmoothing": 0.1}))
     assert opset.get("CrossEntropyLoss").aclnn.extra_outputs[0] == "logProbOut"
+    multilabel = aclnn.to_node(aclnn.AclnnCall("aclnnMultilabelMarginLoss", {"self": "x", "target": "t"}, reduction=2))
+    assert opset.node_attributes(multilabel) == {"reduction": "sum"} and list(multilabel.input) == ["x", "t"]
+    assert opset.get("MultilabelMarginLoss").aclnn.extra_outputs == ("isTarget",)
 
 
 @pytest.mark.parametrize("portable", [True, False])
@@ -451,10 +455,13 @@ TORCH_NAMES = [(op.name, name) for op in opset.OPS.values() for name in op.torch
 
 def _class_tensor(formal: opset.spec.Input, shape: tuple[int, ...], g: torch.Generator) -> torch.Tensor:
     """A class loss's input of `formal`'s rule, for an `input` of `shape`: class indices (one row ignored where
-    ignore_index is 0), a weight per class, or values (of input's shape or of its rows')."""
+    ignore_index is 0), label lists ((4, 3) only), a weight per class, or values (of input's shape or of its
+    rows')."""
     rows = (shape[0], *shape[2:])
     if formal.shape == opset.spec.LOSS:  # the test's reduction is sum
         return torch.rand((), generator=g, dtype=torch.float64)
+    if formal.domain == opset.spec.LABEL_LIST:  # each row's labels, then -1
+        return torch.tensor([[2, 0, -1], [1, -1, 2], [-1, 0, 0], [0, 1, 2]])
     if formal.indices:
         return torch.randint(0, shape[1], rows, generator=g)
     if formal.shape == opset.spec.PER_CLASS:

@@ -12,9 +12,9 @@ import pytest
 from lossops import opset
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
-from lossops.conformance.specs import draw
+from lossops.conformance.specs import draw, label_lists
 from lossops.conformance.tolerance import compare, oracle_error, term_magnitude
-from lossops.opset.spec import BROADCAST, EXACT, FITS, LOG_PROBABILITY
+from lossops.opset.spec import BROADCAST, EXACT, FITS, LABEL_LIST, LOG_PROBABILITY
 from lossops.ort_ext import InferenceSession
 from lossops.ort_ext.arrays import run
 from lossops.ort_ext.kernels.registry import KERNELS
@@ -40,12 +40,15 @@ def _broadcasting(r: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, 
 
 def _class_case(op, r: np.random.Generator, attrs: dict):
     """A class loss's case: rank 2 to 5, the classes on axis 1 (1 to 7 of them), dims 0 and 1 included, a
-    fifth of the targets ignore_index (or probabilities as targets), the weight present or not."""
+    fifth of the targets ignore_index (or probabilities, or label lists, as targets), the weight present or
+    not."""
     rank = int(r.integers(2, 6))
     shape = tuple(int(r.choice([0, 1, 2, 3, 5], p=[0.05, 0.25, 0.3, 0.25, 0.15])) for _ in range(rank))
     shape = (shape[0], max(shape[1], 1), *shape[2:])
     rows = (shape[0], *shape[2:])
-    if op.input("target").indices:
+    if op.input("target").domain == LABEL_LIST:
+        target = label_lists(r, shape)
+    elif op.input("target").indices:
         target = r.integers(0, shape[1], rows)
         target[r.random(rows) < 0.2] = attrs["ignore_index"]
     else:

@@ -16,7 +16,7 @@ from lossops.conformance import ops
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import node_model, widened
 from lossops.conformance.tolerance import DTYPES, compare, oracle_error, term_magnitude
-from lossops.opset.spec import LOG_PROBABILITY, POSITIVE, PROBABILITY
+from lossops.opset.spec import LABEL_LIST, LOG_PROBABILITY, POSITIVE, PROBABILITY
 from lossops.ort_ext import arrays
 from lossops.ort_ext.kernels.registry import KERNELS
 
@@ -43,6 +43,8 @@ def _inputs(op_name: str, reduction: str, dtype_name: str) -> list[np.ndarray]:
                  "input": x, "target": np.array([0, 1, -100, 2]), "weight": np.array([1.0, 0.5, 2.0])}
         if not opset.get(op_name).input("target").indices:  # probabilities
             given["target"] = np.stack([np.roll([0.25, 0.0, 0.75], k) for k in range(4)])
+        elif opset.get(op_name).input("target").domain == LABEL_LIST:
+            given["target"] = np.array([[0, 2, -1], [1, -1, 0], [-1, 0, 0], [2, 1, 0]])
         return [given[i.name] if i.indices else given[i.name].astype(DTYPES[dtype_name])
                 for i in opset.get(op_name).inputs]
     for i in opset.get(op_name).inputs:

@@ -27,7 +27,7 @@ from onnx import TensorProto, helper
 from lossops import opset
 from lossops.conformance import c_runner, golden
 from lossops.conformance.cases import node_model
-from lossops.opset.spec import NOT_ALLOWED
+from lossops.opset.spec import LABEL_LIST, NOT_ALLOWED
 from lossops.ort_ext import InferenceSession
 from lossops.ort_ext.kernels import targets
 from lossops.ort_ext.machine_code import library, loader
@@ -142,12 +142,14 @@ def test_the_c_host_says_what_it_cannot_read_and_goes_on(tmp_path):
 
 def _inputs(op: str) -> list[np.ndarray | None]:
     """Valid inputs of `op` (its default reduction): 6 values each, or a class loss's (2, 3) logits and targets
-    (class indices or probabilities)."""
+    (class indices, label lists or probabilities)."""
     record = opset.get(op)
     if not record.classes:
         return [np.linspace(-1, 1, 6, dtype=np.float32)] * len(record.inputs)
+    target = record.input("target")
     given = {"grad_output": np.float32(1), "input": np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3),
-             "target": np.array([0, 2]) if record.input("target").indices else np.full((2, 3), 1 / 3, np.float32)}
+             "target": np.array([[0, -1, 1], [2, 1, -1]]) if target.domain == LABEL_LIST else
+             np.array([0, 2]) if target.indices else np.full((2, 3), 1 / 3, np.float32)}
     return [given.get(i.name) for i in record.inputs]
 
 

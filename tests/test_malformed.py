@@ -18,6 +18,7 @@ import pytest
 from onnx import AttributeProto, TensorProto, helper
 
 from lossops import opset
+from lossops.opset.spec import LABEL_LIST
 from lossops.ort_ext.host import why_no_native_kernels
 from lossops.ort_ext.kernels.registry import KERNELS
 
@@ -108,7 +109,8 @@ def _models() -> dict[str, tuple[str, dict, bytes]]:
         inputs = [f"in{k}" for k in range(len(required))]
         values = {"grad_output": np.array(1, np.float32),  # an array: onnxruntime refuses a numpy scalar
                   "input": np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3),
-                  "target": np.array([0, 2]) if op.input("target").indices else
+                  "target": np.array([[0, -1, 1], [2, 1, -1]]) if op.input("target").domain == LABEL_LIST else
+                  np.array([0, 2]) if op.input("target").indices else
                   np.full((2, 3), 1 / 3, np.float32)} if op.classes else {}
         feeds = {n: values.get(i.name, np.linspace(0.1, 0.9, 6, dtype=np.float32))
                  for n, i in zip(inputs, required, strict=True)}

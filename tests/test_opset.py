@@ -42,6 +42,8 @@ def test_register_is_idempotent_and_complete():
     ("SoftTargetCrossEntropyLoss", ["x", "p"], {"x": ["N", 3, 4], "p": ["N", 3, 4]}, {"reduction": "none"},
      ["N", 4]),
     ("SoftTargetCrossEntropyLossGrad", ["g", "x", "p"], {"g": [], "x": ["N", 3], "p": ["N", 3]}, {}, ["N", 3]),
+    ("MultilabelMarginLoss", ["x", "t"], {"x": ["N", 3, 4], "t": ["N", 3, 4]}, {"reduction": "none"}, ["N", 4]),
+    ("MultilabelMarginLossBackward", ["g", "x", "t"], {"g": [], "x": ["N", 3], "t": ["N", 3]}, {}, ["N", 3]),
 ])
 def test_shape_inference(op, inputs, shapes, attrs, expected):
     node = opset.make_node(op, inputs, ["y"], **attrs)

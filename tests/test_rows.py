@@ -12,14 +12,18 @@ import torch.nn.functional as F
 from lossops import opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import Spec, spec_case
+from lossops.conformance.specs import label_lists
 from lossops.opset.registry import module_name
+from lossops.opset.spec import LABEL_LIST
 from lossops.ort_ext.arrays import InvalidInput, _planned, run
 from lossops.ort_ext.kernels import layout
+from lossops.ort_ext.kernels.labels import MASK_CLASSES
 from lossops.ort_ext.kernels.registry import KERNELS
 
 CLASS_OPS = sorted(name for name, k in KERNELS.items() if k.rows)
-INDEX_OPS = [name for name in CLASS_OPS if opset.get(name).input("target").indices]
-SOFT_OPS = [name for name in CLASS_OPS if name not in INDEX_OPS]  # probabilities as targets
+LABEL_OPS = [name for name in CLASS_OPS if opset.get(name).input("target").domain == LABEL_LIST]
+INDEX_OPS = [name for name in CLASS_OPS if opset.get(name).input("target").indices and name not in LABEL_OPS]
+SOFT_OPS = [name for name in CLASS_OPS if name not in INDEX_OPS + LABEL_OPS]  # probabilities as targets
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 
 
@@ -42,6 +46,8 @@ def points(op_name: str) -> list[tuple[str, tuple[int, ...]]]:
     c = 5
     per = _per_task(op_name, c)
     found += [(f"strided_c{c}_rows{n}", (n // 7 + 1, c, 7)) for n in (per - 1, 2 * per + 1)]
+    if op_name in LABEL_OPS:  # past the classes a row's label mask holds: the labels scanned instead
+        found.append((f"c{MASK_CLASSES + 1}_rows2", (2, MASK_CLASSES + 1)))
     return found
 
 
@@ -59,6 +65,8 @@ def specs(op_name: str) -> list[Spec]:
         t.flat[::4] = -100
         if op_name in SOFT_OPS:
             t = _probabilities(r, shape)
+        if op_name in LABEL_OPS:
+            x, t = r.normal(0, 3, shape), label_lists(r, shape, 4)
         w = r.uniform(0.3, 2.0, c) if k % 2 else None
         g = r.normal(size=rows_shape if red == "none" else ())
         attrs = {"reduction": red}
@@ -66,7 +74,8 @@ def specs(op_name: str) -> list[Spec]:
             attrs["label_smoothing"] = (0.0, 0.25)[k % 2]  # a FLOAT attribute: exact in float32
         given = {"grad_output": g, "input": x, "target": t, "weight": w}
         rows = int(np.prod(rows_shape))
-        summed = max(rows if op.reduces and red != "none" else 0, c if softmax else 0)
+        margins = 4 * c if op_name in LABEL_OPS else 0  # a row's margins, summed
+        summed = max(rows if op.reduces and red != "none" else 0, c if softmax else 0, margins)
         out.append(Spec(f"{module_name(op_name)}_{name}_{red}", op_name, [given[i.name] for i in op.inputs],
                         attrs, summed))
     return out
@@ -98,14 +107,34 @@ def test_the_points_cross_the_task_size():
     for op_name in CLASS_OPS:
         tasks = set()
         for _, shape in points(op_name):
-            soft = op_name in SOFT_OPS
+            target = {op_name in SOFT_OPS: np.zeros(shape, np.float32), op_name in LABEL_OPS: np.zeros(shape, np.int64)}
             given = {"grad_output": np.float32(1), "input": np.zeros(shape, np.float32), "weight": None,
-                     "target": np.zeros(shape, np.float32) if soft else np.zeros((shape[0], *shape[2:]), np.int64)}
+                     "target": target.get(True, np.zeros((shape[0], *shape[2:]), np.int64))}
             inputs = [given[i.name] for i in opset.get(op_name).inputs]
             plan = _planned(op_name, inputs, {"reduction": "sum"})[0]
             tasks.add((int(plan["ntasks"][0]), int(plan["task_tiles"][0]) == 1))
         assert {n for n, _ in tasks} >= {1, 2, 3}, (op_name, tasks)
         assert (3, True) in tasks or (2, True) in tasks, (op_name, tasks)
+
+
+@pytest.mark.parametrize("op_name", LABEL_OPS)
+def test_a_bad_label_is_refused_before_any_read(op_name):
+    """A label list's value outside [-1, C), after the row's first -1 too (PyTorch's rule), names the operator,
+    the value and its place; a label list of another shape or type is refused."""
+    op = opset.get(op_name)
+    x = np.zeros((2, 3), np.float32)
+    for bad in (3, 1 << 40, -2, -(1 << 40)):
+        t = np.array([[0, 2, -1], [1, -1, bad]])
+        inputs = {"grad_output": np.float32(1), "input": x, "target": t}
+        with pytest.raises(InvalidInput, match=rf"{op_name}: input 'target' must hold class indices in \[0, C\) or "
+                                              rf"-1 \(a row's labels end at its first -1\); it holds {bad} at flat "
+                                              rf"index 5 \(C = 3\)"):
+            run(op_name, [inputs[i.name] for i in op.inputs], reduction="sum")
+    for t, words in ((np.zeros((2, 3), np.float32), "has element type float; expected int64"),
+                     (np.zeros((2, 2), np.int64), r"has shape \(2, 2\); expected exactly input's shape \(2, 3\)")):
+        with pytest.raises(InvalidInput, match=f"{op_name}: input 'target' {words}"):
+            run(op_name, [{"grad_output": np.float32(1), "input": x, "target": t}[i.name] for i in op.inputs],
+                reduction="sum")
 
 
 @pytest.mark.parametrize("op_name", INDEX_OPS)

@@ -24,7 +24,7 @@ from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
 from lossops.conformance.specs import draw
 from lossops.extras import MissingExtra
-from lossops.opset.spec import FITS, LOG_PROBABILITY, POSITIVE, PROBABILITY
+from lossops.opset.spec import FITS, LABEL_LIST, LOG_PROBABILITY, POSITIVE, PROBABILITY
 from lossops.ort_ext import InferenceSession
 from lossops.training import (
     SGD,
@@ -62,6 +62,8 @@ def forward_inputs(op_name: str, r: np.random.Generator) -> list[np.ndarray]:
                  "weight": draw(r, POSITIVE, 4)}
         if not op.input("target").indices:  # probabilities
             given["target"] = draw(r, PROBABILITY, (3, 4))
+        elif op.input("target").domain == LABEL_LIST:
+            given["target"] = np.array([[2, 0, -1, 0], [1, -1, 3, 3], [0, 1, 2, 3]])
         return [given[i.name] for i in op.inputs]
     return [draw(r, i.domain, (4,) if i.shape == FITS else (3, 4)) for i in op.inputs]
 

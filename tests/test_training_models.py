@@ -502,6 +502,27 @@ def _distillation():
     return net, (lambda out, t: F.cross_entropy(out, t, weight, label_smoothing=0.1)), x, teacher
 
 
+def test_multilabel_margin_loss_trains_as_one_lossops_node():
+    """A multi-label tagger (up to three labels per sample of 10 classes, listed then -1): the exported step holds
+    one MultilabelMarginLoss and one MultilabelMarginLossBackward, held to PyTorch autograd when exported, and 20
+    SGD steps follow PyTorch's."""
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Linear(12, 32), nn.ReLU(), nn.Linear(32, 10))
+    x = torch.randn(16, 12)
+    labels = torch.full((16, 10), -1)
+    for n in range(16):
+        k = n % 4
+        labels[n, :k] = torch.randperm(10)[:k]
+    step = _export(net, F.multilabel_margin_loss, ((x,), (labels,)), SGD(lr=0.1))
+    lossops_nodes = sorted(n.op_type for n in step.model.graph.node if n.domain == opset.DOMAIN)
+    assert lossops_nodes == ["MultilabelMarginLoss", "MultilabelMarginLossBackward"]
+    assert step.check.worst < 1e-5
+    session, reference = TrainingSession(step), copy.deepcopy(net)
+    worst = _follow(session, reference, SGD(lr=0.1).torch(reference.parameters()), F.multilabel_margin_loss,
+                    [((x,), (labels,))] * 20)
+    assert worst < 1e-5
+
+
 @pytest.mark.parametrize(("make", "op"), [(_classifier, "CrossEntropyLoss"), (_language_model_head, "CrossEntropyLoss"),
                                           (_distillation, "SoftTargetCrossEntropyLoss")],
                          ids=["classifier", "language_model_head", "distillation"])

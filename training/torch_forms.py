@@ -5,8 +5,8 @@ traced. PyTorch's own functions stay the reference: the export's check compares 
 - `F.embedding_bag`: `_embedding_bag_backward` has no translation; bags become gathers and index sums.
 - `F.gaussian_nll_loss`: it checks that no variance is negative with a Python `if` on tensor values, which a
   graph cannot hold (a negative variance gives NaN in the step, where PyTorch raises).
-- `F.multilabel_margin_loss`: PyTorch's decomposition of its forward counts the targets after the first -1,
-  and torch.onnx uses it.
+- `F.multilabel_margin_loss` of a single sample (C,): PyTorch's decomposition of its forward counts the targets
+  after the first -1, and torch.onnx uses it (a batch is lossops' MultilabelMarginLoss).
 - `F.ctc_loss`: `aten._ctc_loss`'s intermediate (its log-alpha table) has a shape that depends on the lengths'
   values, which a trace cannot hold; its form is in training/ctc.py.
 Needs torch.
@@ -84,8 +84,9 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var: Tensor | float, full=F
 def multilabel_margin_loss(input: Tensor, target: Tensor, size_average=None, reduce=None,
                            reduction="mean") -> Tensor | None:
     """sum over a sample's targets j (those before the first -1) and its other classes i of
-    max(0, 1 - (x[j] - x[i])), over the number of classes."""
-    if size_average is not None or reduce is not None:
+    max(0, 1 - (x[j] - x[i])), over the number of classes; for a single sample (C,) only: a batch (N, C) is
+    lossops' MultilabelMarginLoss, which the trace's LossopsLosses routes it to (None here lets it)."""
+    if size_average is not None or reduce is not None or input.dim() == 2:
         return None
     single = input.dim() == 1
     x, t = (input.unsqueeze(0), target.unsqueeze(0)) if single else (input, target)

@@ -31,12 +31,13 @@ SUMBACK_BYTES = 32 << 20
 ABSENT, FULL, PERIODIC, GENERAL, UNREAD = 0, 1, 2, 3, 4
 # what a call computes
 ELEMENTWISE, REDUCE, SUMBACK = 0, 1, 2
-# status (the last six: the class losses' rules, kernels/rows.py)
+# status (the last seven: the class losses' rules, kernels/rows.py)
 (OK, MISSING, WRONG_TYPE, NOT_EXACT, NOT_FITS, NOT_BROADCAST, TOO_MANY_DIMS, TOO_LARGE,
- NOT_CLASSES, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_INDICES, BAD_CLASS) = range(14)
+ NOT_CLASSES, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_INDICES, BAD_CLASS, BAD_LABEL) = range(15)
 # shape rules, as codes (opset.spec)
-RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3, "classes": 4, "rows": 5, "per class": 6, "loss": 7}
-_EXACT, _FITS, _BROADCAST, _CLASSES, _ROWS, _PER_CLASS, _LOSS = 1, 2, 3, 4, 5, 6, 7
+RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3, "classes": 4, "rows": 5, "per class": 6, "loss": 7,
+              "labels": 8}
+_EXACT, _FITS, _BROADCAST, _CLASSES, _ROWS, _PER_CLASS, _LOSS, _LABELS = 1, 2, 3, 4, 5, 6, 7, 8
 # ONNX element types (TensorProto) and their storage in the loops: numba has no float16/bfloat16 scalars
 FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
 INT64 = 7  # the class losses' targets

@@ -11,6 +11,7 @@ from ...opset import shapes
 from .layout import (
     BAD_AT,
     BAD_CLASS,
+    BAD_LABEL,
     BFLOAT16,
     CLASSES,
     CULPRIT,
@@ -70,6 +71,7 @@ _ROWS_TEXTS = _template(shapes.NOT_ROWS, ["input", "shape", "full"])
 _PER_CLASS_TEXTS = _template(shapes.NOT_PER_CLASS, ["input", "shape", "full"])
 _LOSS_TEXTS = _template(shapes.NOT_LOSS, ["input", "shape", "full"])
 _NOT_A_CLASS = _b(": " + shapes.NOT_A_CLASS + "; it holds ")
+_NOT_A_LABEL = _b(": " + shapes.NOT_A_LABEL + "; it holds ")
 _AT_INDEX, _C_IS, _INDICES = _b(" at flat index "), _b(" (C = "), _b("; expected int64 class indices")
 _REQUIRED = _b(": required input '")
 _IS_MISSING = _b("' is missing")
@@ -184,8 +186,8 @@ def describe(w, address, names, full):
         pos = put(msg, pos, _HAS_TYPE)
         pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[a + O_ELEM_TYPE]))
         pos = put(msg, pos, _INDICES)
-    elif status == BAD_CLASS:
-        pos = put(msg, pos, _NOT_A_CLASS)
+    elif status == BAD_CLASS or status == BAD_LABEL:
+        pos = put(msg, pos, _NOT_A_CLASS if status == BAD_CLASS else _NOT_A_LABEL)
         pos = put_int(msg, pos, other)
         pos = put(msg, pos, _AT_INDEX)
         pos = put_int(msg, pos, w[BAD_AT])

@@ -1,13 +1,16 @@
-"""The engine of the class losses (CrossEntropyLoss, NLLLoss, SoftTargetCrossEntropyLoss and their gradients): a
-call is computed a row at a time, a row being one (n, d1, ...) position of `input` (N, C, d1, ...) with its C class
-values, `inner` = d1 * d2 * ... elements apart in memory (1 for (N, C)). A target is a class index per row, or
-probabilities, a row of C values laid out as the logits' (SoftTargetCrossEntropyLoss: no row is ignored).
+"""The engine of the class losses (CrossEntropyLoss, NLLLoss, SoftTargetCrossEntropyLoss, MultilabelMarginLoss and
+their gradients): a call is computed a row at a time, a row being one (n, d1, ...) position of `input`
+(N, C, d1, ...) with its C class values, `inner` = d1 * d2 * ... elements apart in memory (1 for (N, C)). A target
+is a class index per row, or a row of C values laid out as the logits' (no row is ignored then): probabilities
+(SoftTargetCrossEntropyLoss) or a label list (MultilabelMarginLoss).
 
 It follows engine.py's steps on the same PLAN record (layout.py) and front ends:
 
-    plan     checks the operands against the class rules (opset/spec.py: classes, rows, per class, loss, exact) and
-             every class index against [0, C) or ignore_index, before anything is allocated: a bad target is an
-             error naming the operator and the input, never a read out of bounds
+    plan     checks the operands against the class rules (opset/spec.py: classes, rows, per class, loss, exact,
+             labels) and
+             every class index against [0, C) or ignore_index (a label list's values against [-1, C)), before
+             anything is allocated: a bad target is an error naming the operator and the input, never a read out
+             of bounds
     start    sums the weights: the kept rows' total (a mean's divisor; the rows' number for probabilities) and the
              classes' (label smoothing's)
     task     rows [i * rows_per_task, ...): the operator's row function on each row not ignored
@@ -28,10 +31,12 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from ...opset.spec import EXACT, LABELS
 from .halves import load, store, store_rounded
 from .layout import (
     _CLASSES,
     _EXACT,
+    _LABELS,
     _LOSS,
     _MEAN,
     _NONE,
@@ -41,6 +46,7 @@ from .layout import (
     ABSENT,
     BAD_AT,
     BAD_CLASS,
+    BAD_LABEL,
     CLASSES,
     CULPRIT,
     ELEM_TYPE,
@@ -300,7 +306,7 @@ def planner(address):
         if w[a + O_RANK] > MAX_RANK:
             return _fail(w, address, TOO_MANY_DIMS, j, shape, 0)
         role = roles[j]
-        if role == _ROWS:
+        if role == _ROWS or role == _LABELS:
             if w[a + O_ELEM_TYPE] != INT64:
                 return _fail(w, address, NOT_INDICES, j, shape, 0)
             which[_T] = j
@@ -341,7 +347,7 @@ def planner(address):
         for d in range(2, rank):
             rows *= w[x + O_DIMS + d]
     t = _operand(which[_T])
-    soft = roles[which[_T]] == _EXACT
+    soft = roles[which[_T]] != _ROWS  # a row of values per row: probabilities or a label list
     if soft and not _same_shape(w, t, w[x + O_DIMS:x + O_DIMS + rank], rank):
         for d in range(rank):
             shape[d] = w[x + O_DIMS + d]
@@ -357,6 +363,14 @@ def planner(address):
     if which[_G] >= 0 and not _same_shape(w, _operand(which[_G]), shape, loss_rank):
         return _fail(w, address, NOT_LOSS, which[_G], shape, loss_rank)
 
+    if roles[which[_T]] == _LABELS:  # every value, those after a row's last label too (PyTorch's rule)
+        labels = view(w[t + O_ADDRESS], max(n, 1), np.int64)
+        for e in range(n):
+            k = labels[e]
+            if k < -1 or k >= c:
+                w[OTHER], w[BAD_AT], w[CLASSES] = k, e, c
+                w[STATUS], w[CULPRIT], w[RANK] = BAD_LABEL, which[_T], 0
+                return describe(w, address, view(address + NAMES, NAMES_BYTES, np.uint8), shape)
     ignore = np.int64(view(address + 8 * PARAMS, MAX_PARAMS, np.float64)[0])
     targets = view(w[t + O_ADDRESS], max(rows, 1) if not soft else 1, np.int64)
     for r in range(rows if not soft else 0):
@@ -409,8 +423,9 @@ def _which(w, role):
 
 
 @_jit
-def _soft(w):
-    """Whether the targets are probabilities (a value per class, `input`'s shape) rather than class indices."""
+def _every_row(w):
+    """Whether every row counts (targets of `input`'s shape: probabilities, label lists) rather than the rows whose
+    class index is not ignore_index."""
     return _which(w, _ROWS) < 0
 
 
@@ -425,7 +440,7 @@ def start(address, _i, _value, dtype, _compute):
     for k in range(c):
         spread += _weight(w, j, k, dtype)
     kept = 0.0
-    if w[REDUCTION] == _MEAN and _soft(w):  # every row counts, whatever the weights
+    if w[REDUCTION] == _MEAN and _every_row(w):  # every row counts, whatever the weights
         kept = np.float64(rows)
         if w[OP + OP_REDUCES] == 0:
             f[SCALE] = 1.0 / kept
@@ -455,7 +470,7 @@ def _operands(w, address, dtype):
     j_w = _which(w, _PER_CLASS)
     weighted = j_w >= 0 and w[_operand(j_w) + O_KIND] != ABSENT
     weights = view(w[_operand(j_w) + O_ADDRESS] if weighted else address, max(w[CLASSES], 1), dtype)
-    target = _operand(_which(w, _EXACT) if _soft(w) else _which(w, _ROWS))
+    target = _operand(max(_which(w, _EXACT), _which(w, _LABELS), _which(w, _ROWS)))
     return j_w, weighted, weights, w[target + O_ADDRESS], w[_operand(_which(w, _CLASSES)) + O_ADDRESS]
 
 
@@ -466,9 +481,11 @@ def task_for(op_name: str):
 
     kernel = KERNELS[op_name]
     row = kernel.tile
-    # probabilities as targets (a value per class, read beside the logits) rather than class indices: no row is
-    # ignored; numba prunes the branch a constant rules out, so each form compiles its own row calls only
-    soft = not any(i.indices for i in kernel.op.inputs)
+    # probabilities or a label list as targets (a value per class, read beside the logits) rather than a class
+    # index per row: no row is ignored; numba prunes the branches a constant rules out, so each form compiles its
+    # own row calls only
+    rules = {i.shape for i in kernel.op.inputs}
+    soft, labels = EXACT in rules, LABELS in rules
 
     @_jit
     def loss_task(address, i, _principal, dtype, _compute):
@@ -484,8 +501,12 @@ def task_for(op_name: str):
         for r in range(first, min(rows, first + w[TASK_TILES])):
             at, loss = _row_at(w, r) * itemsize, 0.0
             x = view(x_address + at, span, dtype)
-            if soft:
+            if labels:
                 if c > 0:  # a row of no class sums nothing
+                    t = view(t_address + _row_at(w, r) * 8, span, np.int64)
+                    loss = row(x, t, 1, c, params) if inner == 1 else row(x, t, inner, c, params)
+            elif soft:
+                if c > 0:
                     t = view(t_address + at, span, dtype)
                     if inner == 1:  # the contiguous case, compiled apart so that its passes run in vector lanes
                         loss = row(x, t, 1, c, weights, weighted, params)
@@ -519,7 +540,14 @@ def task_for(op_name: str):
         for r in range(first, min(rows, first + w[TASK_TILES]) if c > 0 else first):  # no class: nothing to write
             at = _row_at(w, r) * itemsize
             out, x = view(w[OUT_ADDRESS] + at, span, dtype), view(x_address + at, span, dtype)
-            if soft:
+            if labels:
+                t = view(t_address + _row_at(w, r) * 8, span, np.int64)
+                coef = np.float64(load(g[r if each else 0])) * scale
+                if inner == 1:
+                    row(x, t, 1, c, params, coef, out)
+                else:
+                    row(x, t, inner, c, params, coef, out)
+            elif soft:
                 t = view(t_address + at, span, dtype)
                 coef = np.float64(load(g[r if each else 0])) * scale
                 if inner == 1:

@@ -1,0 +1,1 @@
+Bgrad_outputJ| uŠ£Ë?Cê¨hîÀ

@@ -1,0 +1,3 @@
+Bgrad_outputJ
+âÙ
+¦Æ?

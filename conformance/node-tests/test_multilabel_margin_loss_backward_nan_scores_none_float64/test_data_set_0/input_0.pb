@@ -1,0 +1,1 @@
+Bgrad_outputJfUÂ§uó?CÍ!I®kö?

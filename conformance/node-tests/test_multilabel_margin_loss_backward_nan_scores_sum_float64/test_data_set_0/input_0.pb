@@ -1,0 +1,1 @@
+Bgrad_outputJqน58สา๐ฟ

@@ -1,0 +1,1 @@
+Bgrad_outputJÍ&¼ˆÁ¾å?

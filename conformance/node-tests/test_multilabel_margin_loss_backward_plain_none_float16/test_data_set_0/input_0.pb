@@ -1,0 +1,2 @@
+
+Bgrad_outputJÔ¼40d³2¸
