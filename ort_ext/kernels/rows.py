@@ -7,10 +7,9 @@ is a class index per row, or a row of C values laid out as the logits' (no row i
 It follows engine.py's steps on the same PLAN record (layout.py) and front ends:
 
     plan     checks the operands against the class rules (opset/spec.py: classes, rows, per class, loss, exact,
-             labels) and
-             every class index against [0, C) or ignore_index (a label list's values against [-1, C)), before
-             anything is allocated: a bad target is an error naming the operator and the input, never a read out
-             of bounds
+             labels) and every class index against [0, C) or ignore_index (a label list's values against [-1, C)),
+             before anything is allocated: a bad target is an error naming the operator and the input, never a read
+             out of bounds
     start    sums the weights: the kept rows' total (a mean's divisor; the rows' number for probabilities) and the
              classes' (label smoothing's)
     task     rows [i * rows_per_task, ...): the operator's row function on each row not ignored
