@@ -25,6 +25,8 @@ loss inf at logit -200 where PyTorch gives 200); the fused node is finite and ac
   axis 1: `LogSoftmax` feeding `NegativeLogLikelihoodLoss`, or lossops' NLLLoss where lossops exported it.
 - cross_entropy of probabilities: both exporters write `SoftmaxCrossEntropyLoss` with the float target, a node
   onnxruntime refuses to load; it becomes SoftTargetCrossEntropyLoss.
+- a soft-target cross entropy written by hand, `sum(-p * log_softmax(x, 1), 1)` unreduced, summed or averaged, the
+  minus sign on the targets, the product, the row sums or the result (both exporters alike).
 """
 
 from __future__ import annotations
@@ -242,6 +244,75 @@ CROSS_ENTROPY_PASS = pattern.RewriteRuleSet([
     for weighted in (True, False)])
 
 
+# Where a hand-written soft-target cross entropy negates: the targets, their product with the log-probabilities,
+# the row sums, or the reduced loss (`-(p * log_softmax(x, 1)).sum(1).mean()`).
+_SIGNS = ("target", "product", "rows", "loss")
+# How its row losses are reduced: not at all, a mean as the dynamo exporter decomposes it (keepdims=1, squeezed) or
+# as the TorchScript exporter writes it, a sum of the row sums, or one sum over every axis (`rows` absent).
+_SOFT_REDUCTIONS = {"mean-kept": "mean", "mean": "mean", "sum": "sum", "sum-whole": "sum", "none": "none"}
+
+
+class _SoftTargetCrossEntropy(pattern.RewriteRuleClassBase):
+    """A soft-target cross entropy written by hand, `sum(-p * log_softmax(x, dim), dim)` reduced or not (timm's
+    SoftTargetCrossEntropy, distillation and label-smoothing losses), as the exporters write it: LogSoftmax, a Mul
+    with the targets, a ReduceSum over the class axis, one Neg (`sign`), then a reduction over every axis. Fused
+    where the class axis is 1 (dim 1, or -1 of a rank-2 input), the targets have the logits' shape and type."""
+
+    def __init__(self, sign: str, reduction: str):
+        super().__init__(f"soft-target-cross-entropy-neg-{sign}-{reduction}")
+        self.sign, self.reduction = sign, reduction
+
+    def pattern(self, op, x, p, axes):
+        logp = op.LogSoftmax(x, _allow_other_attributes=True)
+        product = op.Mul(op.Neg(p) if self.sign == "target" else p, logp)
+        if self.sign == "product":
+            product = op.Neg(product)
+        if self.reduction == "sum-whole":
+            loss = op.ReduceSum(product, keepdims=0, _allow_other_attributes=True)
+        else:
+            loss = op.ReduceSum(product, axes, keepdims=0, _allow_other_attributes=True)
+            if self.sign == "rows":
+                loss = op.Neg(loss)
+            if self.reduction == "mean-kept":
+                loss = op.Squeeze(op.ReduceMean(loss, keepdims=1, _allow_other_attributes=True))
+            elif self.reduction in ("mean", "sum"):
+                reduce = op.ReduceMean if self.reduction == "mean" else op.ReduceSum
+                loss = reduce(loss, keepdims=0, _allow_other_attributes=True)
+        return op.Neg(loss) if self.sign == "loss" else loss
+
+    def check(self, context, x, p, axes=None, **_) -> bool:
+        floats = (ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.DOUBLE)
+        if x.shape is None or p.shape is None or x.shape != p.shape or x.dtype != p.dtype or x.dtype not in floats:
+            return False
+        rank = len(x.shape)
+        if rank < 2:
+            return False
+        softmax = next(n for n in context.nodes if n.op_type == "LogSoftmax")
+        if softmax.attributes.get_int("axis", -1) % rank != 1:
+            return False
+        sums = [n for n in context.nodes if n.op_type in ("ReduceSum", "ReduceMean")]
+        if self.reduction != "sum-whole":  # the row sums over the class axis (given as `axes`), the others every axis
+            given = None if axes is None or axes.const_value is None else axes.const_value.numpy().reshape(-1)
+            if given is None or [int(a) % rank for a in given] != [1]:
+                return False
+            sums = [n for n in sums if len(n.inputs) < 2 or n.inputs[1] is not axes]
+        return all(len(n.inputs) == 1 and "axes" not in n.attributes
+                   and not n.attributes.get_int("noop_with_empty_axes", 0) for n in sums)
+
+    def rewrite(self, op, x, p, **_):
+        return op.SoftTargetCrossEntropyLoss(x, p, _domain=opset.DOMAIN,
+                                             reduction=_SOFT_REDUCTIONS[self.reduction])
+
+
+# A pass per reduction, the unreduced rows last (they are part of the others). The sign "rows" is "loss" where the
+# rows are not reduced, and one sum over every axis has no rows.
+SOFT_TARGET_PASSES = [
+    pattern.RewriteRuleSet([_SoftTargetCrossEntropy.rule(s, r) for s in _SIGNS
+                            if not (r == "none" and s == "loss") and not (r == "sum-whole" and s == "rows")],
+                           commute=True)
+    for r in _SOFT_REDUCTIONS]
+
+
 def _scalar(value: ir.Value | None) -> float | None:
     """A constant one-element value as a float, else None."""
     const = None if value is None else value.const_value
@@ -265,12 +336,12 @@ PASSES = [
 
 def fuse(model: ModelProto) -> tuple[ModelProto, list[str]]:
     """(copy of `model` with every recognised BCE-with-logits, focal-loss, reduced MSE and L1, and cross-entropy
-    subgraph replaced by a lossops node, report)."""
+    (class indices or probabilities) subgraph replaced by a lossops node, report)."""
     before = _count(model)
     fused = model
     # the focal loss contains the cross entropy's pattern: it goes first; each pass re-infers shapes, which the
     # conditions read
-    for rules in [*FOCAL_PASSES, *PASSES, POINTWISE_PASS, CROSS_ENTROPY_PASS]:
+    for rules in [*FOCAL_PASSES, *PASSES, POINTWISE_PASS, CROSS_ENTROPY_PASS, *SOFT_TARGET_PASSES]:
         fused = rewrite(onnx.shape_inference.infer_shapes(fused), pattern_rewrite_rules=rules)
     added = [n for n in fused.graph.node if n.domain == opset.DOMAIN][before:]
     report = [f"fused {node_label(n)} (reduction {_reduction(n)})" for n in added]

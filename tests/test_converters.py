@@ -293,6 +293,62 @@ def test_fuse_cross_entropy_of_probabilities(exporter, reduction, weighted):
     _close(_run(fused, (x, t), plain=True), expected)
 
 
+# A soft-target cross entropy as people write it (timm's SoftTargetCrossEntropy, distillation, label smoothing by
+# hand): (form, the reduction the fused node has, and the one node a graph output keeps besides it).
+SOFT_TARGET_FORMS = {
+    "timm": (lambda x, p: torch.sum(-p * F.log_softmax(x, dim=1), dim=1).mean(), "mean", None),
+    "negated-mean": (lambda x, p: -(p * F.log_softmax(x, dim=1)).sum(dim=1).mean(), "mean", None),
+    "negated-product": (lambda x, p: (-(p * x.log_softmax(1))).sum(1).mean(), "mean", None),
+    "negated-rows": (lambda x, p: (-(p * x.log_softmax(1)).sum(1)).sum(), "sum", None),
+    "rows": (lambda x, p: -torch.sum(p * F.log_softmax(x, dim=1), dim=1), "none", None),
+    "whole-sum-over-batch": (lambda x, p: -(p * F.log_softmax(x, dim=1)).sum() / x.shape[0], "sum", "Div"),
+}
+
+
+@pytest.mark.parametrize("exporter", ["dynamo", "torchscript"])
+@pytest.mark.parametrize("form", list(SOFT_TARGET_FORMS))
+@pytest.mark.parametrize("shape", [(6, 5), (5, 4, 3)])
+def test_fuse_hand_written_soft_target_cross_entropy(exporter, form, shape):
+    """`sum(-p * log_softmax(x, 1), 1)`, reduced or not, negated anywhere: one SoftTargetCrossEntropyLoss node,
+    held to PyTorch in float64 on the kernels and in plain onnxruntime."""
+    loss, reduction, kept = SOFT_TARGET_FORMS[form]
+
+    class Loss(torch.nn.Module):
+        def forward(self, x, p):
+            return loss(x, p)
+
+    g = torch.Generator().manual_seed(5)
+    x, p = torch.randn(shape, generator=g) * 4, torch.softmax(torch.randn(shape, generator=g), 1)
+    fused, report = fuse(_exported(Loss(), (x, p), exporter))
+    nodes = [n for n in fused.graph.node if n.op_type != "Constant"]
+    assert [n.op_type for n in nodes] == ["SoftTargetCrossEntropyLoss"] + ([kept] if kept else []), report
+    assert next(a.s.decode() for a in nodes[0].attribute if a.name == "reduction") == reduction
+    expected = loss(x.double(), p.double()).numpy()
+    _close(_run(fused, (x, p)), expected)
+    _close(_run(fused, (x, p), plain=True), expected)
+
+
+def test_fuse_leaves_soft_target_lookalikes_alone():
+    """Not a cross entropy over the class axis: a log_softmax summed over another axis, over the last axis of a
+    rank-3 input, or against targets that broadcast; nor one whose negation comes after a mean over some axes (the
+    exporter writes `-(p * log_softmax(y, 1)).sum(1).mean(0)` so)."""
+
+    class Lookalikes(torch.nn.Module):
+        def forward(self, x, p, q, y):
+            return (-(p * F.log_softmax(x, dim=1)).sum(0), -(p * F.log_softmax(x, dim=-1)).sum(-1),
+                    -(q * F.log_softmax(x, dim=1)).sum(1), -(p * F.log_softmax(y, dim=1)).sum(1).mean(0))
+
+    g = torch.Generator().manual_seed(6)
+    x, y = torch.randn(3, 4, 5, generator=g), torch.randn(3, 4, 5, generator=g)
+    p, q = torch.softmax(torch.randn(3, 4, 5, generator=g), 1), torch.softmax(torch.randn(4, 1, generator=g), 0)
+    fused, report = fuse(_exported(Lookalikes(), (x, p, q, y), "dynamo"))
+    assert report == [] and not any(n.domain == opset.DOMAIN for n in fused.graph.node)
+    feeds = {i.name: a.numpy() for i, a in zip(fused.graph.input, (x, p, q, y), strict=True)}
+    got = InferenceSession(fused.SerializeToString()).run(None, feeds)
+    for a, b in zip(got, Lookalikes()(x.double(), p.double(), q.double(), y.double()), strict=True):
+        _close(a, b.numpy())
+
+
 def test_fuse_leaves_squared_differences_that_are_not_a_mean_or_sum_loss_alone():
     """An unreduced squared or absolute difference, or one reduced over some axes only, is not fused."""
 
