@@ -391,8 +391,9 @@ def update_runs(stored: dict | None, run: dict) -> dict:
 
 def measured_ops() -> list[str]:
     """The operators the bench measures: the pointwise ones with a kernel, in the set's order (its inputs are n
-    elements of one type; a class loss's are (N, C) and int64 targets, which it does not draw yet)."""
-    return [op for op in opset.OPS if op in host.kernel_ops() and not opset.get(op).classes]
+    elements of one type; a class loss's and a sequence loss's are measured by `lossops bench --classes`)."""
+    return [op for op in opset.OPS if op in host.kernel_ops() and not opset.get(op).classes
+            and not opset.get(op).sequences]
 
 
 def _op_order(op: str) -> int:
@@ -554,8 +555,9 @@ def main(large: bool, blocks: int, as_json: bool, plot_path: str | None, quick: 
     ops = ops or measured_ops()
     without = [op for op in ops if op not in measured_ops()]
     if without:
-        why = "is a class loss, which it does not measure yet" if opset.get(without[0]).classes else (
-            "has no kernel here, and the bench measures kernels")
+        record = opset.get(without[0])
+        why = "is a class or sequence loss, which `lossops bench --classes` measures" if (
+            record.classes or record.sequences) else "has no kernel here, and the bench measures kernels"
         raise ValueError(f"{without[0]} {why}; it measures "
                          + ", ".join(measured_ops()))
     if compare_machine_code:

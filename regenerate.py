@@ -65,8 +65,8 @@ def operator_table() -> str:
     for op in OPS.values():
         inputs = ", ".join(i.name + ("?" if i.optional else "") for i in op.inputs)
         attributes = ", ".join(f"{a.name} ({values(a)})" for a in op.attributes)
-        shape = "broadcast shape" if not (op.classes and op.reduces) else "target's shape" if op.input(
-            "target").indices else "input's rows"
+        shape = "(N,)" if op.sequences else "broadcast shape" if not (op.classes and op.reduces) else (
+            "target's shape" if op.input("target").indices else "input's rows")
         output = (shape if op.output_shape == "full" else f"{op.output_shape}'s shape") + (
             ", or a scalar" if op.reduces else "")
         lines.append(f"| {op.name} | {inputs} | {attributes} | {output} | {op.aclnn.api if op.aclnn else '-'} |")

@@ -22,7 +22,7 @@ from ..opset.registry import module_name
 from ..opset.shapes import infer
 from ..opset.spec import DTYPE_NAMES, LABEL_LIST
 from . import ops
-from .specs import Spec, draw, grad, label_lists, rng
+from .specs import Spec, draw, grad, label_lists, rng, sequence_batch
 
 BCEWL, BCEB, KLB, KL = "BinaryCrossEntropyWithLogits", "BinaryCrossEntropyBackward", "KlDivBackward", "KlDiv"
 
@@ -49,6 +49,9 @@ def large_specs() -> list[Spec]:
         for op in opset.OPS.values():
             if op.classes:
                 specs += _large_class_specs(op, n, c, r)
+                continue
+            if op.sequences:
+                specs += _large_sequence_specs(op, n, c, r)
                 continue
             enums = {a.name: a.allowed[k % len(a.allowed)] for a in op.attributes if a.enum and a.name != "reduction"}
             suffix = "".join(f"_{name}{value}" for name, value in enums.items())
@@ -80,6 +83,21 @@ def _large_class_specs(op, n: int, c: int, r: np.random.Generator) -> list[Spec]
         margins = 10 * c if op.input("target").domain == LABEL_LIST else 0  # a row's margins, summed
         specs.append(Spec(f"{module_name(op.name)}_large_{n}x{c}_{red}", op.name, inputs, {"reduction": red},
                           max(reduced, softmax, margins)))
+    return specs
+
+
+def _large_sequence_specs(op, n: int, c: int, r: np.random.Generator) -> list[Spec]:
+    """A sequence loss at a large size: 100 frames of 60 sequences over 40 classes (tasks on every thread),
+    or 20 frames of 3 sequences over 70001 classes; targets of up to 30 labels, half of them concatenated."""
+    frames, batch, classes = (100, 60, 40) if n == 300 else (20, 3, c)
+    inputs = sequence_batch(r, frames, batch, classes, min(30, frames // 2), concatenated=n != 300)
+    states = 2 * min(30, frames // 2) + 1
+    specs = []
+    for red in ("none", "mean"):
+        given = [grad(red, (batch,), r)] if op.name.endswith("Backward") else []
+        summed = frames * states * (batch if op.reduces and red != "none" else 1)
+        specs.append(Spec(f"{module_name(op.name)}_large_{frames}x{batch}x{classes}_{red}", op.name,
+                          given + inputs, {"reduction": red}, summed))
     return specs
 
 

@@ -60,6 +60,38 @@ def label_lists(r: np.random.Generator, shape: tuple[int, ...], most: int = 3) -
     return np.ascontiguousarray(np.moveaxis(rows.reshape(shape[:1] + shape[2:] + (c,)), -1, 1))
 
 
+def log_softmax(r: np.random.Generator, shape: tuple[int, ...], scale: float = 2.0) -> np.ndarray:
+    """Log-probabilities over the last axis of random logits (a sequence loss's per-frame log_probs)."""
+    logits = r.normal(scale=scale, size=shape)
+    top = logits.max(-1, keepdims=True) if shape[-1] else 0.0
+    return logits - top - np.log(np.exp(logits - top).sum(-1, keepdims=True))
+
+
+def target_sequences(r: np.random.Generator, lengths: np.ndarray, classes: int, blank: int,
+                     width: int | None = None) -> np.ndarray:
+    """int64 labels for each target length (classes other than blank): padded to `width` with values that are
+    not read (a blank, a -1, any class), or concatenated where `width` is None."""
+    choices = np.array([c for c in range(classes) if c != blank])
+    rows = [r.choice(choices, int(n)) for n in lengths]
+    if width is None:
+        return np.concatenate([*rows, np.zeros(0, np.int64)]).astype(np.int64)
+    padded = r.integers(-1, classes, (len(rows), width))
+    for k, row in enumerate(rows):
+        padded[k, :len(row)] = row
+    return padded.astype(np.int64)
+
+
+def sequence_batch(r: np.random.Generator, frames: int, batch: int, classes: int, most: int,
+                   concatenated: bool = False) -> list[np.ndarray]:
+    """A sequence loss's inputs (CTC, blank 0): log_probs (T, N, C), targets of 0 to `most` labels (padded to
+    `most`, or concatenated), each sequence's frames (some fewer than T) and its target's length."""
+    lengths = r.integers(0, most + 1, batch)
+    frames_of = np.maximum(frames - r.integers(0, max(frames // 3, 1), batch), 0)
+    return [log_softmax(r, (frames, batch, classes)),
+            target_sequences(r, lengths, classes, 0, None if concatenated else most), frames_of.astype(np.int64),
+            lengths.astype(np.int64)]
+
+
 def indices(target):
     """A class loss's target as PyTorch takes it: int64 (the suite's cases hold it as int64 already)."""
     import torch

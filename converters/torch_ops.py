@@ -37,7 +37,7 @@ def _(input, target, weight, pos_weight, reduction):
 
 
 # the arguments whose gradient each forward op's backward computes: those its record has a gradient node for
-COMPUTED = {name.split("::")[1]: ("input", "target") if op.target_gradient else ("input",)
+COMPUTED = {name.split("::")[1]: (op.principal_name, "target") if op.target_gradient else (op.principal_name,)
             for op in OPS.values() if op.gradient for name in op.torch if name.startswith("lossops::")}
 
 
@@ -448,6 +448,50 @@ def _multilabel_backward(ctx, grad):
 
 
 multilabel_margin_loss.register_autograd(_multilabel_backward, setup_context=_multilabel_setup)
+
+
+@torch.library.custom_op("lossops::ctc_loss", mutates_args=())
+def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor, target_lengths: Tensor, blank: int,
+             reduction: int, zero_infinity: bool) -> Tensor:
+    return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, REDUCTIONS[reduction],
+                      zero_infinity).clone()
+
+
+@ctc_loss.register_fake
+def _(log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity):
+    return log_probs.new_empty((log_probs.shape[1],) if reduction == _NONE else ())
+
+
+@torch.library.custom_op("lossops::ctc_loss_backward", mutates_args=())
+def ctc_loss_backward(grad_output: Tensor, log_probs: Tensor, targets: Tensor, input_lengths: Tensor,
+                      target_lengths: Tensor, blank: int, reduction: int, zero_infinity: bool) -> Tensor:
+    # PyTorch's own backward (eager: a trace sees the fake below), fed each sequence's share of grad_output
+    nll, alpha = torch.ops.aten._ctc_loss.Tensor(log_probs, targets, input_lengths, target_lengths, blank,
+                                                 zero_infinity)
+    g = grad_output.expand(nll.shape)
+    if reduction == _MEAN:
+        g = g / target_lengths.clamp(min=1).to(g.dtype) / nll.shape[0]
+    return torch.ops.aten._ctc_loss_backward.Tensor(g, log_probs, targets, input_lengths, target_lengths, nll, alpha,
+                                                    blank, zero_infinity)
+
+
+@ctc_loss_backward.register_fake
+def _(grad_output, log_probs, targets, input_lengths, target_lengths, blank, reduction, zero_infinity):
+    return torch.empty_like(log_probs)
+
+
+def _ctc_setup(ctx, inputs, output):
+    ctx.save_for_backward(*inputs[:4])
+    ctx.attributes = inputs[4:]
+
+
+def _ctc_backward(ctx, grad):
+    _computed_gradients_only(ctx, "ctc_loss", ("log_probs", "targets", "input_lengths", "target_lengths"))
+    return (torch.ops.lossops.ctc_loss_backward(grad, *ctx.saved_tensors, *ctx.attributes),
+            None, None, None, None, None, None)
+
+
+ctc_loss.register_autograd(_ctc_backward, setup_context=_ctc_setup)
 
 
 class LossopsLosses(torch.overrides.TorchFunctionMode):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from onnx import AttributeProto, NodeProto, TensorProto, helper, numpy_helper
 
 from . import rows as class_rows
+from . import sequences as sequence_losses
 from .shapes import full_shape
 from .spec import BROADCAST, EXACT, FITS, PRINCIPAL, OpDef
 from .sum_back import sum_to_shape_of
@@ -118,6 +119,7 @@ class Builder(Nodes):
         self._guards: dict[int, tuple[str, int]] = {}  # input slot -> (its guard's empty tensor, the axis of 0)
         self._value_shapes: dict[str, tuple | None] = {}  # an input's value in the compute type -> its shape
         self.rows: class_rows.Rows | None = None  # a class loss's rows (rows.py), for its `decompose`
+        self.sequences: sequence_losses.Sequences | None = None  # a sequence loss's (sequences.py)
 
     # --- the record around the formula ---
 
@@ -131,6 +133,8 @@ class Builder(Nodes):
         op = self.opdef
         if op.classes:
             return class_rows.decomposition(self, names)
+        if op.sequences:
+            return sequence_losses.decomposition(self, names)
         shapes = [self.static.shapes.get(n) if n else None for n in names]  # of the graph's names, before checks
         checked = self.checked(names)
         first = len(self.nodes)

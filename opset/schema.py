@@ -58,7 +58,8 @@ def make_schema(op: OpDef) -> defs.OpSchema:
                 for i in op.inputs],
         outputs=[P(op.output.name, "T", op.output.doc)],
         type_constraints=[("T", list(TENSOR_TYPES.values()), "float16, bfloat16, float or double; one for all."),
-                          *([("I", [INDEX_TYPE], "Class indices.")] if any(i.indices for i in op.inputs) else [])],
+                          *([("I", [INDEX_TYPE], "Class indices and lengths.")] if any(i.indices for i in op.inputs)
+                            else [])],
         attributes=[defs.OpSchema.Attribute(a.name, helper.make_attribute(a.name, a.default), a.doc)
                     for a in op.attributes],
     )

@@ -13,7 +13,7 @@ import string
 
 from onnx import TypeProto
 
-from .spec import BROADCAST, EXACT, FITS, LABELS, LOSS, PER_CLASS, ROWS, OpDef
+from .spec import BROADCAST, EXACT, FITS, LABELS, LENGTHS, LOSS, PER_CLASS, ROWS, TARGET_SEQUENCES, OpDef
 
 Dim = int | str | None
 Shape = tuple[Dim, ...] | None
@@ -37,6 +37,15 @@ NOT_PER_CLASS = "input '{input}' has shape {shape}; expected {full}, one value p
 NOT_LOSS = "input '{input}' has shape {shape}; expected the loss's shape {full}"
 NOT_A_CLASS = "input 'target' must hold class indices in [0, C) or ignore_index"
 NOT_A_LABEL = "input 'target' must hold class indices in [0, C) or -1 (a row's labels end at its first -1)"
+# a sequence loss's (CTC)
+NOT_SEQUENCES = "input 'log_probs' has shape {shape}; expected (T, N, C): T frames of N sequences over C classes"
+NOT_TARGET_SEQUENCES = ("input '{input}' has shape {shape}; expected (N, S), padded, or (sum of target_lengths,), "
+                        "concatenated, for the batch {full}")
+NOT_CONCATENATED = "input '{input}' has shape {shape}; expected (sum of target_lengths,) = {full}"
+NOT_LENGTHS = "input '{input}' has shape {shape}; expected {full}, one length per sequence"
+NOT_A_LENGTH = "input '{input}' must hold lengths in [0, {most}]"
+NOT_A_TARGET = "input 'targets' must hold class indices in [0, C) other than blank, up to each target length"
+NOT_A_BLANK = "attribute 'blank' is {blank}; expected a class in [0, C) (C = {classes})"
 
 
 def pieces(template: str) -> tuple[list[str], list[str]]:
@@ -129,10 +138,43 @@ def infer_classes(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
     return shapes[op.output_shape]
 
 
+def infer_sequences(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
+    """`infer` for a sequence loss: log_probs (T, N, C), targets (N, S) or concatenated (sum of target_lengths,),
+    a length per sequence, the loss (N,) for `none` and a scalar otherwise; blank a class where C is known."""
+    log_probs = shapes["log_probs"]
+    if log_probs is not None and len(log_probs) != 3:
+        raise ValueError(NOT_SEQUENCES.format(shape=show(log_probs)))
+    batch: Shape = None if log_probs is None else (log_probs[1],)
+    classes = None if log_probs is None else log_probs[2]
+    if isinstance(classes, int) and not attrs["blank"] < classes:
+        raise ValueError(NOT_A_BLANK.format(blank=attrs["blank"], classes=classes))
+    loss = batch if attrs["reduction"] == "none" else ()
+    for i in op.inputs:
+        shape = shapes.get(i.name)
+        if shape is None or batch is None:
+            continue
+        if i.shape == TARGET_SEQUENCES:
+            n = batch[0]
+            if len(shape) not in (1, 2) or (len(shape) == 2 and isinstance(n, int) and isinstance(shape[0], int)
+                                            and shape[0] != n):
+                raise ValueError(NOT_TARGET_SEQUENCES.format(input=i.name, shape=show(shape), full=show(batch)))
+        elif i.shape in (LENGTHS, LOSS):
+            want, message = (batch, NOT_LENGTHS) if i.shape == LENGTHS else (loss, NOT_LOSS)
+            try:
+                check_equal(shape, want, i.name)
+            except ValueError:
+                raise ValueError(message.format(input=i.name, shape=show(shape), full=show(want))) from None
+    if op.reduces:
+        return loss
+    return log_probs
+
+
 def infer(op: OpDef, shapes: dict[str, Shape], attrs: dict) -> Shape:
     """The output shape of `op` for the shapes of its present inputs; ValueError when a rule is broken."""
     if op.classes:
         return infer_classes(op, shapes, attrs)
+    if op.sequences:
+        return infer_sequences(op, shapes, attrs)
     full = full_shape(op, shapes)
     for i in op.inputs:
         if i.name not in shapes:

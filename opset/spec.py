@@ -43,12 +43,18 @@ ROWS = "rows"  # input's shape without its class axis: (N, d1, ...), one class i
 PER_CLASS = "per class"  # (C,)
 LOSS = "loss"  # a class loss fed back: ROWS for reduction 'none', a scalar otherwise
 LABELS = "labels"  # exactly S, int64: each row's class indices along axis 1, ended by the first negative one
+# The rules of a sequence loss (CTC: frames on axis 0, as PyTorch's ctc_loss and aclnn's):
+SEQUENCES = "sequences"  # the input named `log_probs`: (T, N, C), T frames of N sequences over C classes
+TARGET_SEQUENCES = "target sequences"  # int64: (N, S), padded, or (sum of target_lengths,), concatenated
+LENGTHS = "lengths"  # int64: (N,), one length per sequence
 
 
 # What values an input holds (for sampling in benchmarks, demos and fuzz tests; the operators check none).
 REAL, PROBABILITY, LOG_PROBABILITY, POSITIVE = "real", "probability", "log-probability", "positive"
 CLASS_INDEX = "class index"  # int64 (type constraint I, not T): a class in [0, C), or the node's ignore_index
 LABEL_LIST = "label list"  # int64: a row's classes in [0, C) along axis 1, then -1 to its end (multi-label)
+TARGET_SEQUENCE = "target sequence"  # int64: classes in [0, C) other than the blank, up to each target length
+LENGTH = "length"  # int64: a sequence's frames in [0, T], or its target's labels
 
 
 @dataclass(frozen=True)
@@ -61,8 +67,8 @@ class Input:
 
     @property
     def indices(self) -> bool:
-        """Whether it holds class indices (int64) rather than values of the node's float type T."""
-        return self.domain in (CLASS_INDEX, LABEL_LIST)
+        """Whether it holds int64 values (class indices, lengths) rather than values of the node's float type T."""
+        return self.domain in (CLASS_INDEX, LABEL_LIST, TARGET_SEQUENCE, LENGTH)
 
 
 # inputs and outputs that several operators' records describe alike
@@ -243,7 +249,17 @@ class OpDef:
 
     @property
     def principal(self) -> int:
-        return next(k for k, i in enumerate(self.inputs) if i.shape in (PRINCIPAL, CLASSES))
+        return next(k for k, i in enumerate(self.inputs) if i.shape in (PRINCIPAL, CLASSES, SEQUENCES))
+
+    @property
+    def principal_name(self) -> str:
+        """The principal input's name: `input`, or a sequence loss's `log_probs`."""
+        return self.inputs[self.principal].name
+
+    @property
+    def sequences(self) -> bool:
+        """Whether it is a sequence loss (CTC: `log_probs` (T, N, C), target sequences and their lengths)."""
+        return self.inputs[self.principal].shape == SEQUENCES
 
     @property
     def classes(self) -> bool:

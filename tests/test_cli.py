@@ -250,21 +250,25 @@ def test_bench_threads_sweep_times_each_count_side_by_side():
 
 
 def test_bench_classes_times_every_runner_side_by_side():
-    """`--classes --quick`: a forward row and a forward+backward row per loss and shape, each with the kernels'
-    time, every other runner's ratio (torch.compile left out by --quick; ORT's SoftmaxCrossEntropyLoss has no
-    backward, nor other targets than class indices) and the share of the roofline."""
+    """`--classes --quick`: a forward row and a forward+backward row per loss and shape (CTC's (T, N, C)), each
+    with the kernels' time, every other runner's ratio (torch.compile left out by --quick; ORT's
+    SoftmaxCrossEntropyLoss has no backward, nor other targets than class indices) and the share of the
+    roofline."""
     done = lossops("bench", "--classes", "--quick", "--blocks", "1")
     assert done.returncode == 0, done.stderr[-3000:]
     rows = [line for line in done.stdout.splitlines() if "Loss | (" in line]
     cases = [("CrossEntropyLoss", shape) for shape in ((64, 10), (4096, 1000), (2048, 32000))]
     cases += [("SoftTargetCrossEntropyLoss", shape) for shape in ((4096, 1000), (2048, 32000))]
     cases += [("MultilabelMarginLoss", shape) for shape in ((64, 10), (4096, 1000))]
+    cases += [("CtcLoss", (200, 16, 32))]
     assert [row.split(" | ")[:3] for row in rows] == [
-        [f"| {op}", f"({n}, {c})", call] for op, (n, c) in cases for call in ("forward", "forward+backward")]
+        [f"| {op}", "(" + ", ".join(map(str, shape)) + ")", call] for op, shape in cases
+        for call in ("forward", "forward+backward")]
     ratio = r"[0-9.]+×"
     for row in rows:
         standard = "| forward |" in row and "| CrossEntropyLoss |" in row
-        assert re.fullmatch(rf"\| \w+ \| \(\d+, \d+\) \| forward(\+backward)? \| [0-9.]+ ms \| {ratio} \| "
+        assert re.fullmatch(rf"\| \w+ \| \(\d+(, \d+)+\) \| forward(\+backward)? \| [0-9.]+ ms \| "
+                            rf"{ratio} \| "
                             rf"{ratio if standard else '-'} \| {ratio} \| - \| [0-9]+% \| \d+ B \|", row), row
 
 
@@ -276,7 +280,8 @@ def test_bench_classes_times_every_runner_side_by_side():
     (["--threads", "2,x"], "'x' is not a whole number"),
     (["--training", "--threads", "1,2"], "--training takes one --threads count"),
     (["--transformers"], "--transformers is a workload of --training"),
-    (["--op", "CrossEntropyLoss"], "CrossEntropyLoss is a class loss, which it does not measure yet"),
+    (["--op", "CrossEntropyLoss"],
+     "CrossEntropyLoss is a class or sequence loss, which `lossops bench --classes` measures"),
 ])
 def test_bench_thread_counts_it_cannot_take_are_one_line(args, said):
     done = lossops("bench", *args)

@@ -526,6 +526,15 @@ def _class_tensor(formal: opset.spec.Input, shape: tuple[int, ...], g: torch.Gen
                       dtype=torch.float64)
 
 
+def _sequence_tensor(formal: opset.spec.Input, g: torch.Generator) -> torch.Tensor:
+    """A sequence loss's input of `formal`'s rule: 6 frames of 3 sequences over 4 classes, log-probabilities,
+    targets of classes 2 and 3 (the blank may be 0 or 1), lengths, or a reduced loss's gradient."""
+    given = {"log_probs": torch.randn(6, 3, 4, generator=g, dtype=torch.float64).log_softmax(2),
+             "targets": torch.tensor([[2, 3], [3, 3], [2, 0]]), "input_lengths": torch.tensor([6, 5, 2]),
+             "target_lengths": torch.tensor([2, 2, 1]), "grad_output": torch.rand((), generator=g, dtype=torch.float64)}
+    return given[formal.name]
+
+
 @pytest.mark.parametrize(("op", "name"), TORCH_NAMES)
 def test_every_pytorch_op_of_the_records_exports_as_its_node(op, name):
     """The translations are made from the records and PyTorch's schemas: each PyTorch op an operator names
@@ -544,6 +553,8 @@ def test_every_pytorch_op_of_the_records_exports_as_its_node(op, name):
                 value = value[0, 0]  # a reduced loss's gradient
             if record.classes:  # (N, C) or, for a 2d op, (N, C, H, W); C = 3, targets on the class axis
                 value = _class_tensor(next(inputs), (2, 3, 2, 2) if short.endswith("2d") else (4, 3), g)
+            elif record.sequences:
+                value = _sequence_tensor(next(inputs), g)
         elif arg.name == "reduction":
             value, attrs["reduction"] = 2, "sum"
         else:

@@ -1,5 +1,6 @@
 """A seeded fuzz of every operator: random ranks, dims (0 and 1 included), broadcasts drawn from each input's
-shape rule, optional inputs present or not, every dtype, reduction and log_target. Each case runs on the
+shape rule (a sequence loss: frames, sequences, classes, target layouts and blanks), optional inputs present or
+not, every dtype, reduction and log_target. Each case runs on the
 kernels inside ONNX Runtime and through the numpy front end (the same compiled code: bit-identical), and
 both are held to PyTorch in float64 with the conformance tolerances."""
 
@@ -12,7 +13,7 @@ import pytest
 from lossops import opset
 from lossops.conformance.cases import node_model
 from lossops.conformance.oracle import ORACLES
-from lossops.conformance.specs import draw, label_lists
+from lossops.conformance.specs import draw, label_lists, log_softmax, target_sequences
 from lossops.conformance.tolerance import compare, oracle_error, term_magnitude
 from lossops.opset.spec import BROADCAST, EXACT, FITS, LABEL_LIST, LOG_PROBABILITY
 from lossops.ort_ext import InferenceSession
@@ -59,11 +60,26 @@ def _class_case(op, r: np.random.Generator, attrs: dict):
     return [given[i.name] for i in op.inputs], attrs, str(r.choice(list(DTYPES))), rows
 
 
+def _sequence_case(op, r: np.random.Generator, attrs: dict):
+    """A sequence loss's case: 0 to 9 frames of 0 to 4 sequences over 2 to 6 classes, targets of 0 to 4 labels,
+    padded or concatenated, the blank any class."""
+    frames, batch, classes, most = (int(r.integers(lo, hi)) for lo, hi in ((0, 10), (0, 5), (2, 7), (0, 5)))
+    attrs = {**attrs, "blank": int(r.integers(0, classes))}
+    lengths = r.integers(0, most + 1, batch)
+    given = {"log_probs": log_softmax(r, (frames, batch, classes)),
+             "targets": target_sequences(r, lengths, classes, attrs["blank"], most if r.random() < 0.5 else None),
+             "input_lengths": r.integers(0, frames + 1, batch), "target_lengths": lengths,
+             "grad_output": r.normal(size=(batch,) if attrs["reduction"] == "none" else ())}
+    return [given[i.name] for i in op.inputs], attrs, str(r.choice(list(DTYPES))), (frames, batch, classes)
+
+
 def _case(op_name: str, seed: int):
     op = opset.get(op_name)
     r = np.random.default_rng(seed)
     if op.classes:
         return _class_case(op, r, {a.name: a.values[int(r.integers(len(a.values)))] for a in op.attributes})
+    if op.sequences:
+        return _sequence_case(op, r, {a.name: a.values[int(r.integers(len(a.values)))] for a in op.attributes})
     rank = int(r.integers(0, 5))
     shape = tuple(int(r.choice([0, 1, 2, 3, 5, 7], p=[0.05, 0.25, 0.2, 0.2, 0.15, 0.15])) for _ in range(rank))
     attrs = {a.name: a.values[int(r.integers(len(a.values)))] for a in op.attributes}
@@ -92,6 +108,9 @@ def _case(op_name: str, seed: int):
 def _summed(op_name: str, attrs: dict, full: tuple[int, ...], inputs: list) -> int:
     """Terms summed into an output element: all of them for a reduced loss, the broadcast ones for a sum-back."""
     op, n = opset.get(op_name), int(np.prod(full))  # (a class loss's `full`: its rows)
+    if op.sequences:  # a log-sum-exp per frame and state, of up to 9 states (and the sequences, reduced)
+        frames, batch, _ = full
+        return frames * 9 * (batch if op.reduces and attrs["reduction"] != "none" else 1)
     if op.reduces and attrs["reduction"] != "none":
         return n
     if op.output_input is not None:

@@ -47,6 +47,14 @@ def _inputs(op_name: str, reduction: str, dtype_name: str) -> list[np.ndarray]:
             given["target"] = np.array([[0, 2, -1], [1, -1, 0], [-1, 0, 0], [2, 1, 0]])
         return [given[i.name] if i.indices else given[i.name].astype(DTYPES[dtype_name])
                 for i in opset.get(op_name).inputs]
+    if opset.get(op_name).sequences:  # four frames of two sequences, each frame's values those of a class in turn
+        lp = np.stack([np.stack([np.roll(_values(LOG_PROBABILITY, largest), t + n) for n in range(2)])
+                       for t in range(4)])
+        given = {"grad_output": np.array(1.0) if reduction != "none" else np.array([1.0, -0.5]), "log_probs": lp,
+                 "targets": np.array([[1, 2], [3, 3]]), "input_lengths": np.array([4, 4]),
+                 "target_lengths": np.array([2, 2])}
+        return [given[i.name] if i.indices else given[i.name].astype(DTYPES[dtype_name])
+                for i in opset.get(op_name).inputs]
     for i in opset.get(op_name).inputs:
         if i.name == "grad_output":
             found.append(np.array(1.0) if reduction != "none" else np.array([1.0, -0.5, 2.0, 1.0]))

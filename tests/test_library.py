@@ -141,9 +141,15 @@ def test_the_c_host_says_what_it_cannot_read_and_goes_on(tmp_path):
 
 
 def _inputs(op: str) -> list[np.ndarray | None]:
-    """Valid inputs of `op` (its default reduction): 6 values each, or a class loss's (2, 3) logits and targets
-    (class indices, label lists or probabilities)."""
+    """Valid inputs of `op` (its default reduction): 6 values each, a class loss's (2, 3) logits and targets
+    (class indices, label lists or probabilities), or a sequence loss's (3, 2, 3) log-probabilities, targets and
+    lengths."""
     record = opset.get(op)
+    if record.sequences:  # three frames of two sequences over three classes
+        given = {"grad_output": np.float32(1), "log_probs": np.log(np.full((3, 2, 3), 1 / 3, np.float32)),
+                 "targets": np.array([[1, 2], [2, 0]]), "input_lengths": np.array([3, 2]),
+                 "target_lengths": np.array([2, 1])}
+        return [given[i.name] for i in record.inputs]
     if not record.classes:
         return [np.linspace(-1, 1, 6, dtype=np.float32)] * len(record.inputs)
     target = record.input("target")
@@ -159,7 +165,7 @@ def _bad_values(a) -> list:
     if a.kind is str:
         return ["mean2", "it's", 1, 0.5]
     if a.kind is int:  # any int (ignore_index): only another kind is refused
-        return ([max(a.allowed) + 7] if a.allowed else []) + ["1", 1.0]
+        return ([max(a.allowed) + 7] if a.allowed else []) + ([a.low - 1] if a.low is not None else []) + ["1", 1.0]
     out_of_range = [a.low - 0.1 if a.low is not None else None, a.high + 0.1 if a.high is not None else None]
     return [v for v in out_of_range if v is not None] + [float("inf"), float("nan"), "0.5", 2]
 

@@ -100,8 +100,8 @@ _RUN = """
 
 
 def _models() -> dict[str, tuple[str, dict, bytes]]:
-    """Case name -> (operator, feeds, model): float32 inputs of 6 values, or a class loss's (2, 3) logits and int64
-    targets (or probabilities)."""
+    """Case name -> (operator, feeds, model): float32 inputs of 6 values, a class loss's (2, 3) logits and int64
+    targets (or probabilities), or a sequence loss's (3, 2, 3) log-probabilities, int64 targets and lengths."""
     found = {}
     for name, (op_name, attrs) in corpus().items():
         op = opset.get(op_name)
@@ -111,7 +111,10 @@ def _models() -> dict[str, tuple[str, dict, bytes]]:
                   "input": np.linspace(0.1, 0.9, 6, dtype=np.float32).reshape(2, 3),
                   "target": np.array([[0, -1, 1], [2, 1, -1]]) if op.input("target").domain == LABEL_LIST else
                   np.array([0, 2]) if op.input("target").indices else
-                  np.full((2, 3), 1 / 3, np.float32)} if op.classes else {}
+                  np.full((2, 3), 1 / 3, np.float32)} if op.classes else {
+                  "grad_output": np.array(1, np.float32), "log_probs": np.log(np.full((3, 2, 3), 1 / 3, np.float32)),
+                  "targets": np.array([[1, 2], [2, 0]]), "input_lengths": np.array([3, 2]),
+                  "target_lengths": np.array([2, 1])} if op.sequences else {}
         feeds = {n: values.get(i.name, np.linspace(0.1, 0.9, 6, dtype=np.float32))
                  for n, i in zip(inputs, required, strict=True)}
         node = helper.make_node(op_name, inputs, ["out"], domain=opset.DOMAIN)

@@ -44,11 +44,17 @@ def test_register_is_idempotent_and_complete():
     ("SoftTargetCrossEntropyLossGrad", ["g", "x", "p"], {"g": [], "x": ["N", 3], "p": ["N", 3]}, {}, ["N", 3]),
     ("MultilabelMarginLoss", ["x", "t"], {"x": ["N", 3, 4], "t": ["N", 3, 4]}, {"reduction": "none"}, ["N", 4]),
     ("MultilabelMarginLossBackward", ["g", "x", "t"], {"g": [], "x": ["N", 3], "t": ["N", 3]}, {}, ["N", 3]),
+    ("CtcLoss", ["x", "t", "il", "tl"], {"x": ["T", "N", 5], "t": ["N", "S"], "il": ["N"], "tl": ["N"]},
+     {"reduction": "none"}, ["N"]),
+    ("CtcLoss", ["x", "t", "il", "tl"], {"x": [7, 4, 5], "t": [9], "il": [4], "tl": [4]}, {}, []),
+    ("CtcLossBackward", ["g", "x", "t", "il", "tl"], {"g": [], "x": ["T", "N", 5], "t": [9], "il": ["N"],
+                                                      "tl": ["N"]}, {"reduction": "sum"}, ["T", "N", 5]),
 ])
 def test_shape_inference(op, inputs, shapes, attrs, expected):
     node = opset.make_node(op, inputs, ["y"], **attrs)
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
-        n, TensorProto.INT64 if n == "t" and opset.get(op).classes else TensorProto.FLOAT16, s)
+        n, TensorProto.INT64 if n in ("t", "il", "tl") and (opset.get(op).classes or opset.get(op).sequences)
+        else TensorProto.FLOAT16, s)
         for n, s in shapes.items()], [])
     model = onnx.shape_inference.infer_shapes(opset.make_model(graph), strict_mode=True)
     (y,) = [v for v in model.graph.value_info if v.name == "y"]
@@ -80,6 +86,29 @@ def test_class_shape_rules_are_refused_by_name(op, shapes, attrs, message):
         onnx.shape_inference.infer_shapes(opset.make_model(graph), strict_mode=True)
 
 
+@pytest.mark.parametrize(("op", "shapes", "attrs", "message"), [
+    ("CtcLoss", {"x": [7, 5], "t": [4, 2], "il": [4], "tl": [4]}, {}, "input 'log_probs' has shape (7, 5); expected "
+     "(T, N, C): T frames of N sequences over C classes"),
+    ("CtcLoss", {"x": [7, 4, 5], "t": [3, 2], "il": [4], "tl": [4]}, {}, "input 'targets' has shape (3, 2); "
+     "expected (N, S), padded, or (sum of target_lengths,), concatenated, for the batch (4,)"),
+    ("CtcLoss", {"x": [7, 4, 5], "t": [4, 2, 1], "il": [4], "tl": [4]}, {}, "input 'targets' has shape (4, 2, 1)"),
+    ("CtcLoss", {"x": [7, 4, 5], "t": [9], "il": [3], "tl": [4]}, {}, "input 'input_lengths' has shape (3,); "
+     "expected (4,), one length per sequence"),
+    ("CtcLoss", {"x": [7, 4, 5], "t": [9], "il": [4], "tl": [4]}, {"blank": 5}, "attribute 'blank' is 5; expected "
+     "a class in [0, C) (C = 5)"),
+    ("CtcLossBackward", {"g": [4], "x": [7, 4, 5], "t": [9], "il": [4], "tl": [4]}, {}, "input 'grad_output' has "
+     "shape (4,); expected the loss's shape ()"),
+])
+def test_sequence_shape_rules_are_refused_by_name(op, shapes, attrs, message):
+    """A sequence loss's shape rules, and its blank against C, broken where shapes are static: inference names
+    the operator, the input (or attribute) and the expectation."""
+    node = opset.make_node(op, list(shapes), ["y"], **attrs)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(
+        n, TensorProto.INT64 if n in ("t", "il", "tl") else TensorProto.FLOAT, s) for n, s in shapes.items()], [])
+    with pytest.raises(Exception, match=re.escape(f"{op}: {message}")):
+        onnx.shape_inference.infer_shapes(opset.make_model(graph), strict_mode=True)
+
+
 def test_made_models_pass_the_full_checker():
     node = opset.make_node("BinaryCrossEntropyWithLogits", ["x", "t"], ["y"])
     graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, ["N"]) for n in "xt"],
@@ -96,14 +125,20 @@ def test_made_models_pass_the_full_checker():
 
 def test_functions_are_specialised_and_stable():
     """Every specialisation is straight-line standard ops: no If, no run-time dispatch on attributes or types;
-    no Sigmoid or Softplus (onnxruntime's float32 Sigmoid is 0 at x = -17.8) and no Log fed by either."""
+    no Sigmoid or Softplus (onnxruntime's float32 Sigmoid is 0 at x = -17.8) and no Log fed by either. The one
+    subgraph: a sequence loss's recursion over time, a Scan whose body is straight-line too."""
     fs = opset.functions()
     assert len({(f.name, f.overload) for f in fs}) == len(fs) == sum(
         len(list(opset.specialisations(op))) for op in opset.OPS.values())
-    nodes = [n for f in fs for n in f.node]
+    bodies = [a.g for f in fs for n in f.node for a in n.attribute if a.type == onnx.AttributeProto.GRAPH]
+    nodes = [n for f in fs for n in f.node] + [n for g in bodies for n in g.node]
     assert not {"If", "Loop", "Sigmoid", "Softplus", "CastLike"} & {n.op_type for n in nodes}
-    assert not [a for n in nodes for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH,
-                                                                    onnx.AttributeProto.GRAPHS)]
+    graph_types = (onnx.AttributeProto.GRAPH, onnx.AttributeProto.GRAPHS)
+    scans = [(f.name, n) for f in fs for n in f.node if any(a.type in graph_types for a in n.attribute)]
+    assert {name for name, _ in scans} == {op.name for op in opset.OPS.values() if op.sequences}
+    assert {n.op_type for _, n in scans} == {"Scan"}
+    assert not [a for g in bodies for n in g.node for a in n.attribute if a.type in (onnx.AttributeProto.GRAPH,
+                                                                                     onnx.AttributeProto.GRAPHS)]
 
 
 def test_every_operator_has_a_worked_example_from_the_suite():

@@ -34,7 +34,7 @@ from lossops.ort_ext.kernels.registry import KERNELS
 
 from record import MAX_ULPS
 
-TILED = [name for name, k in KERNELS.items() if not k.rows]
+TILED = [name for name, k in KERNELS.items() if not k.rows and not k.sequences]
 
 # Operand layouts of the inputs that broadcast (the engine's FULL, PERIODIC and GENERAL kinds, an absent
 # optional input) and, where an input may broadcast `input` up (`sums_back`), the engine's SUMBACK layouts.

@@ -33,7 +33,7 @@ def missing_layers(name: str, specs=None, measured: set[str] | None = None) -> l
     specs = node_specs() if specs is None else specs
     measured = benched() if measured is None else measured
     missing = []
-    if name not in KERNELS and not op.classes:  # the class losses run as their decomposition: no row engine yet
+    if name not in KERNELS:
         missing.append("kernel (ort_ext/kernels/ops/<operator>.py, @kernel)")
     module = ops.module(name)
     for part, what in (("oracle", "PyTorch oracle"), ("specs", "conformance cases"), ("eager", "bench baseline")):
@@ -51,7 +51,7 @@ def missing_layers(name: str, specs=None, measured: set[str] | None = None) -> l
     backward_of = {g.backward for o in opset.OPS.values() for g in (o.gradient, o.target_gradient) if g}
     if op.aclnn is None and op.gradient is None and name not in backward_of:
         missing.append("aclnn API or a place in the gradient table (OpDef)")
-    if name not in measured and not op.classes:  # the bench measures kernels
+    if name not in measured and not op.classes and not op.sequences:  # the bench measures kernels
         missing.append("benchmark rows (lossops bench --op <operator> --update docs/bench.json)")
     return missing
 

@@ -8,7 +8,7 @@ traced. PyTorch's own functions stay the reference: the export's check compares 
 - `F.multilabel_margin_loss` of a single sample (C,): PyTorch's decomposition of its forward counts the targets
   after the first -1, and torch.onnx uses it (a batch is lossops' MultilabelMarginLoss).
 - `F.ctc_loss`: `aten._ctc_loss`'s intermediate (its log-alpha table) has a shape that depends on the lengths'
-  values, which a trace cannot hold; its form is in training/ctc.py.
+  values, which a trace cannot hold; it becomes lossops' CtcLoss node (training/ctc.py).
 Needs torch.
 """
 

@@ -650,6 +650,14 @@ def _plan_impl(op, address):
             return rows.planner(address)
 
         return rows_impl
+    if k.sequences:
+        from . import sequences
+
+        def sequences_impl(op, address):  # the sequence losses' planner, compiled in (it is small)
+            _describe(address, description, names)
+            return sequences.planner(address)
+
+        return sequences_impl
 
     def impl(op, address):  # describes the operator in the record, then calls the planner by its symbol
         _describe(address, description, names)
@@ -700,11 +708,16 @@ def _by_element_type(step, value, only=None):
 
 
 def _steps(k):
-    """(start, task, finish) of a kernel: the tile engine's, or the class losses' (rows.py)."""
+    """(start, task, finish) of a kernel: the tile engine's, the class losses' (rows.py) or the sequence losses'
+    (sequences.py)."""
     if k.rows:
         from . import rows
 
         return rows.start, rows.task_for(k.op.name), rows.finish
+    if k.sequences:
+        from . import sequences
+
+        return sequences.start, sequences.task_for(k.op.name), sequences.finish
     return _start, _task_for(k.op.name), _finish
 
 

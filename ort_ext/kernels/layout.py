@@ -31,16 +31,19 @@ SUMBACK_BYTES = 32 << 20
 ABSENT, FULL, PERIODIC, GENERAL, UNREAD = 0, 1, 2, 3, 4
 # what a call computes
 ELEMENTWISE, REDUCE, SUMBACK = 0, 1, 2
-# status (the last seven: the class losses' rules, kernels/rows.py)
+# status (then seven of the class losses' rules, kernels/rows.py, and seven of the sequence losses',
+# kernels/sequences.py)
 (OK, MISSING, WRONG_TYPE, NOT_EXACT, NOT_FITS, NOT_BROADCAST, TOO_MANY_DIMS, TOO_LARGE,
- NOT_CLASSES, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_INDICES, BAD_CLASS, BAD_LABEL) = range(15)
+ NOT_CLASSES, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_INDICES, BAD_CLASS, BAD_LABEL,
+ NOT_SEQUENCES, NOT_TARGET_SEQUENCES, NOT_CONCATENATED, NOT_LENGTHS, BAD_LENGTH, BAD_TARGET, BAD_BLANK) = range(22)
 # shape rules, as codes (opset.spec)
 RULE_CODES = {"principal": 0, "exact": 1, "fits": 2, "broadcast": 3, "classes": 4, "rows": 5, "per class": 6, "loss": 7,
-              "labels": 8}
+              "labels": 8, "sequences": 9, "target sequences": 10, "lengths": 11}
 _EXACT, _FITS, _BROADCAST, _CLASSES, _ROWS, _PER_CLASS, _LOSS, _LABELS = 1, 2, 3, 4, 5, 6, 7, 8
+_SEQUENCES, _TARGET_SEQUENCES, _LENGTHS = 9, 10, 11
 # ONNX element types (TensorProto) and their storage in the loops: numba has no float16/bfloat16 scalars
 FLOAT, FLOAT16, DOUBLE, BFLOAT16 = 1, 10, 11, 16
-INT64 = 7  # the class losses' targets
+INT64 = 7  # the class losses' targets, the sequence losses' targets and lengths
 ELEMENT_TYPES = {FLOAT: np.dtype(np.float32), DOUBLE: np.dtype(np.float64), FLOAT16: np.dtype(np.uint16),
                  BFLOAT16: np.dtype(np.int16)}
 REDUCTION_CODES = {name: code for code, name in enumerate(REDUCTIONS)}  # aten's and aclnn's codes

@@ -9,9 +9,13 @@ import numpy as np
 
 from ...opset import shapes
 from .layout import (
+    _LENGTHS,
     BAD_AT,
+    BAD_BLANK,
     BAD_CLASS,
     BAD_LABEL,
+    BAD_LENGTH,
+    BAD_TARGET,
     BFLOAT16,
     CLASSES,
     CULPRIT,
@@ -26,18 +30,25 @@ from .layout import (
     MISSING,
     NOT_BROADCAST,
     NOT_CLASSES,
+    NOT_CONCATENATED,
     NOT_EXACT,
     NOT_FITS,
     NOT_INDICES,
+    NOT_LENGTHS,
     NOT_LOSS,
     NOT_PER_CLASS,
     NOT_ROWS,
+    NOT_SEQUENCES,
+    NOT_TARGET_SEQUENCES,
     O_DIMS,
     O_ELEM_TYPE,
     O_RANK,
+    OP,
+    OP_ROLES,
     OPERAND_WORDS,
     OPERANDS,
     OTHER,
+    PARAMS,
     RANK,
     STATUS,
     TOO_MANY_DIMS,
@@ -70,6 +81,15 @@ _CLASSES_TEXTS = _template(shapes.NOT_CLASSES, ["shape"])
 _ROWS_TEXTS = _template(shapes.NOT_ROWS, ["input", "shape", "full"])
 _PER_CLASS_TEXTS = _template(shapes.NOT_PER_CLASS, ["input", "shape", "full"])
 _LOSS_TEXTS = _template(shapes.NOT_LOSS, ["input", "shape", "full"])
+_SEQUENCES_TEXTS = _template(shapes.NOT_SEQUENCES, ["shape"])
+_TARGET_SEQUENCES_TEXTS = _template(shapes.NOT_TARGET_SEQUENCES, ["input", "shape", "full"])
+_CONCATENATED_TEXTS = _template(shapes.NOT_CONCATENATED, ["input", "shape", "full"])
+_LENGTHS_TEXTS = _template(shapes.NOT_LENGTHS, ["input", "shape", "full"])
+_LENGTH_TEXTS = _template(shapes.NOT_A_LENGTH, ["input", "most"])
+_BLANK_TEXTS = _template(shapes.NOT_A_BLANK, ["blank", "classes"])
+_NOT_A_TARGET = _b(": " + shapes.NOT_A_TARGET + "; it holds ")
+_HOLDS, _AT, _BLANK_IS = _b("; it holds "), _b(" at index "), _b(", blank ")
+_LENGTH_INDICES = _b("; expected int64 lengths")
 _NOT_A_CLASS = _b(": " + shapes.NOT_A_CLASS + "; it holds ")
 _NOT_A_LABEL = _b(": " + shapes.NOT_A_LABEL + "; it holds ")
 _AT_INDEX, _C_IS, _INDICES = _b(" at flat index "), _b(" (C = "), _b("; expected int64 class indices")
@@ -185,7 +205,37 @@ def describe(w, address, names, full):
         pos = _put_name(msg, pos, names, 1 + culprit)
         pos = put(msg, pos, _HAS_TYPE)
         pos = _put_name(msg, pos, _TYPE_NAMES, _type_index(w[a + O_ELEM_TYPE]))
-        pos = put(msg, pos, _INDICES)
+        pos = put(msg, pos, _LENGTH_INDICES if w[OP + OP_ROLES + culprit] == _LENGTHS else _INDICES)
+    elif status == NOT_SEQUENCES:
+        pos = put(msg, pos, _SEQUENCES_TEXTS[0])
+        pos = _put_shape(msg, pos, dims, w[a + O_RANK])
+        pos = put(msg, pos, _SEQUENCES_TEXTS[1])
+    elif status == BAD_LENGTH:  # OTHER: the value, BAD_AT: its index, CLASSES: the largest allowed
+        pos = put(msg, pos, _LENGTH_TEXTS[0])
+        pos = _put_name(msg, pos, names, 1 + culprit)
+        pos = put(msg, pos, _LENGTH_TEXTS[1])
+        pos = put_int(msg, pos, w[CLASSES])
+        pos = put(msg, pos, _LENGTH_TEXTS[2])
+        pos = put(msg, pos, _HOLDS)
+        pos = put_int(msg, pos, other)
+        pos = put(msg, pos, _AT)
+        pos = put_int(msg, pos, w[BAD_AT])
+    elif status == BAD_TARGET:
+        pos = put(msg, pos, _NOT_A_TARGET)
+        pos = put_int(msg, pos, other)
+        pos = put(msg, pos, _AT_INDEX)
+        pos = put_int(msg, pos, w[BAD_AT])
+        pos = put(msg, pos, _C_IS)
+        pos = put_int(msg, pos, w[CLASSES])
+        pos = put(msg, pos, _BLANK_IS)
+        pos = put_int(msg, pos, np.int64(view(address + 8 * PARAMS, 1, np.float64)[0]))
+        pos = put(msg, pos, _CLOSE)
+    elif status == BAD_BLANK:
+        pos = put(msg, pos, _BLANK_TEXTS[0])
+        pos = put_int(msg, pos, np.int64(view(address + 8 * PARAMS, 1, np.float64)[0]))
+        pos = put(msg, pos, _BLANK_TEXTS[1])
+        pos = put_int(msg, pos, w[CLASSES])
+        pos = put(msg, pos, _BLANK_TEXTS[2])
     elif status == BAD_CLASS or status == BAD_LABEL:
         pos = put(msg, pos, _NOT_A_CLASS if status == BAD_CLASS else _NOT_A_LABEL)
         pos = put_int(msg, pos, other)
@@ -194,9 +244,12 @@ def describe(w, address, names, full):
         pos = put(msg, pos, _C_IS)
         pos = put_int(msg, pos, w[CLASSES])
         pos = put(msg, pos, _CLOSE)
-    elif status in (NOT_EXACT, NOT_FITS, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS):
+    elif status in (NOT_EXACT, NOT_FITS, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_TARGET_SEQUENCES, NOT_CONCATENATED,
+                    NOT_LENGTHS):
         texts = _EXACT_TEXTS if status == NOT_EXACT else _FITS_TEXTS if status == NOT_FITS else (
-            _ROWS_TEXTS if status == NOT_ROWS else _PER_CLASS_TEXTS if status == NOT_PER_CLASS else _LOSS_TEXTS)
+            _ROWS_TEXTS if status == NOT_ROWS else _PER_CLASS_TEXTS if status == NOT_PER_CLASS else
+            _LOSS_TEXTS if status == NOT_LOSS else _TARGET_SEQUENCES_TEXTS if status == NOT_TARGET_SEQUENCES else
+            _CONCATENATED_TEXTS if status == NOT_CONCATENATED else _LENGTHS_TEXTS)
         pos = put(msg, pos, texts[0])
         pos = _put_name(msg, pos, names, 1 + culprit)
         pos = put(msg, pos, texts[1])

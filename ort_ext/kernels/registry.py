@@ -32,6 +32,7 @@ class Kernel:
     reads: tuple[bool, ...]  # per input slot (padded to layout.MAX_INPUTS): does the loop read its data
     task_tiles: int  # tiles per task: a task is the unit of work handed to a thread
     rows: bool = False  # a class loss: `tile` is its row function, run by kernels/rows.py
+    sequences: bool = False  # a sequence loss: `tile` is its sequence function, run by kernels/sequences.py
 
     @property
     def description(self) -> np.ndarray:
@@ -59,6 +60,22 @@ def row_kernel(op_name: str, *, task_elements: int):
         layout.op_names(op)
         KERNELS[op_name] = Kernel(op, row, slots, max(1, task_elements // layout.TILE), rows=True)
         return row
+
+    return register
+
+
+def sequence_kernel(op_name: str):
+    """Register the sequence function of the sequence loss `op_name` (kernels/sequences.py says what it computes);
+    a task is one sequence."""
+    op = opset.get(op_name)
+    if not op.sequences:
+        raise ValueError(f"{op_name}: not a sequence loss")
+
+    def register(sequence):
+        slots = (True,) * len(op.inputs) + (False,) * (layout.MAX_INPUTS - len(op.inputs))
+        layout.op_names(op)
+        KERNELS[op_name] = Kernel(op, sequence, slots, 1, sequences=True)
+        return sequence
 
     return register
 

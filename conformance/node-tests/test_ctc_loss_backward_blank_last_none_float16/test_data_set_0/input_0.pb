@@ -1,0 +1,2 @@
+
+Bgrad_outputJâ/<±™I6

@@ -1,0 +1,2 @@
+
+Bgrad_outputJA¼

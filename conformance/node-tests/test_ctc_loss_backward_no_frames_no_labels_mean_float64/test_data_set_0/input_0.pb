@@ -1,0 +1,1 @@
+Bgrad_outputJW9ŒÃ–â?

@@ -1,0 +1,2 @@
+
+Bgrad_outputJ•ºQ¾0³8

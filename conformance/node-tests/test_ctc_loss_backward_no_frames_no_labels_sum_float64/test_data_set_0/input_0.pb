@@ -1,0 +1,1 @@
+Bgrad_outputJðm±×[»â?

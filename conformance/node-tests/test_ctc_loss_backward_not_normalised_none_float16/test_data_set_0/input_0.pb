@@ -1,0 +1,2 @@
+
+Bgrad_outputJú>K1ø?Œ¹

@@ -1,0 +1,1 @@
+Bgrad_outputJóNß?¡d)>róþ?aq1¿

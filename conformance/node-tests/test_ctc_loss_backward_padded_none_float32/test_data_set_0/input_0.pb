@@ -1,0 +1,1 @@
+Bgrad_outputJ×É?ÒG>?¢Jx¿²Y¾

@@ -1,0 +1,1 @@
+Bgrad_outputJåó	2 ñÙ?

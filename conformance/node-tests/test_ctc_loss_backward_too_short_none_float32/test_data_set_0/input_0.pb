@@ -1,0 +1,1 @@
+Bgrad_outputJÍ?FZç?Gæ´½"¹?¾

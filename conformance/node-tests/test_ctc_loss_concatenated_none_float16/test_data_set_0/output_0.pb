@@ -1,0 +1,2 @@
+
+BoutputJ‚L'PG4F

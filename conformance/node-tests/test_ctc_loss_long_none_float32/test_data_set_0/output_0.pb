@@ -1,0 +1,1 @@
+BoutputJŒ¶MCÔÏBü~$C

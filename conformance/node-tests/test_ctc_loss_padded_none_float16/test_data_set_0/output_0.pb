@@ -1,0 +1,2 @@
+
+BoutputJÿK'P-KKF

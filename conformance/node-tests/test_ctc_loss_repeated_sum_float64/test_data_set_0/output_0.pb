@@ -1,0 +1,1 @@
+BoutputJ°¾D1XH@

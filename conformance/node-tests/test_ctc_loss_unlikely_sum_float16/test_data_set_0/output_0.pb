@@ -1,0 +1,2 @@
+
+BoutputJT{

@@ -1,0 +1,67 @@
+"""CtcLossBackward: gradient of CtcLoss with respect to its log-probabilities (aclnnCtcLossBackward)."""
+
+from __future__ import annotations
+
+import math
+
+from ..builder import Builder
+from ..spec import LOSS, Input, OpDef
+from .ctc_loss import ATTRIBUTES, INPUT_LENGTHS, LOG_PROBS, TARGET_LENGTHS, TARGETS, Recursion, outputs, unless_infinite
+
+DOC = """\
+Gradient of `CtcLoss(log_probs, targets, input_lengths, target_lengths)` with respect to `log_probs`, as PyTorch's
+`ctc_loss` backward computes it: from the forward recursion's alpha and the backward recursion's beta (both
+including frame t's emission),
+
+    grad[t, n, c] = a[n] * (exp(log_probs[t, n, c])
+                            - exp(log(sum over states s of class c of exp(alpha_t(s) + beta_t(s)))
+                                  + loss[n] - log_probs[t, n, c]))
+
+for t < input_lengths[n], 0 for the frames after, with a[n] = grad_output[n] for `none`, grad_output for `sum`,
+and for `mean` grad_output divided by the target length (at least 1) and by N. This is the gradient with respect
+to the logits when `log_probs` is their log_softmax (PyTorch's convention: its first term is the softmax's); for
+other inputs it is PyTorch's value, not the derivative. A loss of inf gives NaN at its frames (as PyTorch), or
+0 with `zero_infinity`.
+"""
+
+GRAD = Input("grad_output", "Gradient of the loss: (N,) for `none`, a scalar otherwise.", shape=LOSS)
+
+
+def decompose(b: Builder, log_probs: str) -> str:
+    recursion = Recursion(b, log_probs)
+    alpha, alphas = recursion.alphas(every=True)
+    losses = recursion.losses(alpha)  # (N,)
+    wide = recursion.wide
+    both = b.op("Add", alphas, recursion.betas())  # (T, N, W)
+    # the largest over the states (TopK: a ReduceMax over given axes is opset 18, which onnx's version converter
+    # cannot bring down to 13)
+    top = outputs(b, "TopK", both, b.ints([1]), count=2, axis=2)[0]
+    top = b.op("Where", b.op("Equal", top, b.const(-math.inf, wide)), b.const(0.0, wide), top)
+    seq = b.sequences
+    classes = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), seq.classes, b.int_scalar(1)), b.ints([0, 1]))
+    one_hot = b.op("Cast", b.op("Equal", b.op("Unsqueeze", recursion.ext, b.ints([2])), classes), to=wide)  # (N, W, C)
+    # summed per class: (N, T + 1, W) @ (N, W, C), batched over N, the step past the last frame cut after it
+    # (onnxruntime's MatMul broadcasts no T of 0, and ends the process with SIGFPE for (N, 0, W))
+    shares = b.op("MatMul", b.op("Transpose", b.op("Exp", b.op("Sub", both, top)), perm=[1, 0, 2]), one_hot)
+    per_class = recursion.frames(b.op("Add", b.op("Log", b.op("Transpose", shares, perm=[1, 0, 2])), top))
+    across = b.ints([0, 2])  # (N,) to (1, N, 1): an Unsqueeze (a Reshape to [1, -1, 1] fails for no sequence)
+    loss = b.op("Unsqueeze", losses, across)
+    grad = b.op("Sub", b.op("Exp", log_probs), b.op("Exp", b.op("Sub", b.op("Add", per_class, loss), log_probs)))
+    grad = b.op("Mul", grad, b.op("Unsqueeze", seq.fed, across))
+    framed = b.op("Less", b.op("Unsqueeze", recursion.times, b.ints([1, 2])),
+                  b.op("Unsqueeze", seq.input_lengths, across))
+    grad = b.op("Where", framed, grad, b.const(0.0, wide))
+    return unless_infinite(b, loss, grad)
+
+
+DEFINITION = OpDef(
+    name="CtcLossBackward",
+    summary="Gradient of the connectionist temporal classification loss with respect to the log-probabilities.",
+    doc=DOC,
+    inputs=(GRAD, LOG_PROBS, TARGETS, INPUT_LENGTHS, TARGET_LENGTHS),
+    output=Input("grad_log_probs", "Gradient with respect to `log_probs`; its shape."),
+    attributes=ATTRIBUTES,
+    decompose=decompose,
+    output_shape="log_probs",
+    torch=("lossops::ctc_loss_backward",),
+)
