@@ -131,12 +131,10 @@ class Recursion:
         self.wide = _wide(b)
         self.ext = extended(b, self.seq)
         frames = b.op("Reshape", self.seq.frames, b.ints([1]))
-        # (T, N, W): log_probs at each state's class (the index made (T, N, W) by an Add: onnxruntime's Expand of
-        # (1, N, W) to T = 0 gives T = 1)
-        zeros = b.op("ConstantOfShape", b.op("Concat", frames, b.ints([1, 1]), axis=0),
-                     value=helper.make_tensor("zero", TensorProto.INT64, [1], [0]))
-        self.emit = b.op("GatherElements", log_probs, b.op("Add", b.op("Unsqueeze", self.ext, b.ints([0])), zeros),
-                         axis=2)
+        # (T, N, W): log_probs at each state's class (the index made (T, N, W) by a Tile: onnxruntime's Expand of
+        # (1, N, W) to T = 0 gives T = 1, and 1.24's Add with a (0, 1, 1) too)
+        index = b.op("Tile", b.op("Unsqueeze", self.ext, b.ints([0])), b.op("Concat", frames, b.ints([1, 1]), axis=0))
+        self.emit = b.op("GatherElements", log_probs, index, axis=2)
         # (N, W): 0 where a state may be reached from two before it (a label after the blank that follows a
         # different label), -inf elsewhere (a blank state's label is the blank two before: never)
         width = b.op("Slice", b.op("Shape", self.ext), b.ints([1]), b.ints([2]))

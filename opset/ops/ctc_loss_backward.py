@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from onnx import helper
+
 from ..builder import Builder
 from ..spec import LOSS, Input, OpDef
 from .ctc_loss import ATTRIBUTES, INPUT_LENGTHS, LOG_PROBS, TARGET_LENGTHS, TARGETS, Recursion, outputs, unless_infinite
@@ -31,19 +33,30 @@ def decompose(b: Builder, log_probs: str) -> str:
     recursion = Recursion(b, log_probs)
     alpha, alphas = recursion.alphas(every=True)
     losses = recursion.losses(alpha)  # (N,)
-    wide = recursion.wide
-    both = b.op("Add", alphas, recursion.betas())  # (T, N, W)
-    # the largest over the states (TopK: a ReduceMax over given axes is opset 18, which onnx's version converter
-    # cannot bring down to 13)
-    top = outputs(b, "TopK", both, b.ints([1]), count=2, axis=2)[0]
+    wide, seq, one = recursion.wide, b.sequences, b.ints([1])
+    # alpha + beta over (T + 1, N + 1, W): the step past the last frame kept and a sequence of zeros added, both cut
+    # at the end: onnxruntime ends the process (SIGFPE) on a TopK or a MatMul over a dim of 0 (1.24 to 1.31,
+    # measured)
+    both = b.op("Add", alphas, recursion.betas())
+    shape = b.op("Shape", both)
+    no_sequence = b.op("ConstantOfShape", b.op("Concat", b.op("Slice", shape, b.ints([0]), one), one,
+                                               b.op("Slice", shape, b.ints([2]), b.ints([3])), axis=0),
+                       value=helper.make_tensor("zero", wide, [1], [0.0]))
+    both = b.op("Concat", both, no_sequence, axis=1)
+    # the largest over the states (a TopK: a ReduceMax over given axes is opset 18, which onnx's version converter
+    # cannot bring down to 13), 0 where it is -inf
+    top = outputs(b, "TopK", both, one, count=2, axis=2)[0]
     top = b.op("Where", b.op("Equal", top, b.const(-math.inf, wide)), b.const(0.0, wide), top)
-    seq = b.sequences
     classes = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), seq.classes, b.int_scalar(1)), b.ints([0, 1]))
     one_hot = b.op("Cast", b.op("Equal", b.op("Unsqueeze", recursion.ext, b.ints([2])), classes), to=wide)  # (N, W, C)
-    # summed per class: (N, T + 1, W) @ (N, W, C), batched over N, the step past the last frame cut after it
-    # (onnxruntime's MatMul broadcasts no T of 0, and ends the process with SIGFPE for (N, 0, W))
-    shares = b.op("MatMul", b.op("Transpose", b.op("Exp", b.op("Sub", both, top)), perm=[1, 0, 2]), one_hot)
-    per_class = recursion.frames(b.op("Add", b.op("Log", b.op("Transpose", shares, perm=[1, 0, 2])), top))
+    no_class = b.op("ConstantOfShape", b.op("Concat", one, b.op("Slice", b.op("Shape", one_hot), one, b.ints([3])),
+                                            axis=0), value=helper.make_tensor("zero", wide, [1], [0.0]))
+    # summed per class: (T + 1, N + 1, 1, W) @ (N + 1, W, C) (no Transpose first: onnxruntime 1.24 fuses one into
+    # a FusedMatMul it has no float64 kernel of)
+    summed = b.op("MatMul", b.op("Unsqueeze", b.op("Exp", b.op("Sub", both, top)), b.ints([2])),
+                  b.op("Concat", one_hot, no_class, axis=0))
+    per_class = b.op("Add", b.op("Log", b.op("Squeeze", summed, b.ints([2]))), top)  # (T + 1, N + 1, C)
+    per_class = recursion.frames(b.op("Slice", per_class, b.ints([0]), b.op("Reshape", seq.batch, one), one))
     across = b.ints([0, 2])  # (N,) to (1, N, 1): an Unsqueeze (a Reshape to [1, -1, 1] fails for no sequence)
     loss = b.op("Unsqueeze", losses, across)
     grad = b.op("Sub", b.op("Exp", log_probs), b.op("Exp", b.op("Sub", b.op("Add", per_class, loss), log_probs)))
