@@ -205,6 +205,14 @@ class Aclnn:
     scalars: tuple[tuple[str, str], ...] = ()  # (its scalar argument, the attribute it is) beyond the reduction
     ranks: tuple[int, ...] = ()  # the ranks of `input` its page allows, where narrower than the operator's
     extra_outputs: tuple[str, ...] = ()  # what it also writes that the node does not (the caller allocates them)
+    # How it takes the reduction: "code" (int64_t, aten's codes), "name" (char*: "none", "mean", "sum"), or ""
+    # (no argument: it computes `none` only, and a node that reduces is the call and the reduction after it)
+    reduction: str = "code"
+    # Arguments a gradient API reads from its forward API's outputs (total weight, log-probabilities, log-alpha),
+    # which the lossops gradient recomputes from its own inputs; one in `arguments` stands at that input's place
+    forward_outputs: tuple[str, ...] = ()
+    host_arrays: tuple[str, ...] = ()  # tensor arguments it takes as host integer arrays (aclIntArray)
+    only: tuple[tuple[str, float], ...] = ()  # scalar arguments its page supports at one value only
 
 
 @dataclass(frozen=True)

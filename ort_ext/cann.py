@@ -118,6 +118,11 @@ def soc_problems(model: ModelProto, soc: str) -> list[tuple[str, str]]:
         if aclnn and aclnn.ranks and shape is not None and len(shape.dim) not in aclnn.ranks:
             problems.append((label, f"input '{principal}' has rank {len(shape.dim)}; {aclnn.api} takes rank "
                                     f"{' or '.join(map(str, aclnn.ranks))}"))
+        if aclnn and aclnn.only:
+            attrs, scalars = opset.get(node.op_type).resolve(opset.node_attributes(node)), dict(aclnn.scalars)
+            problems.extend((label, f"{scalars[name]} is {attrs[scalars[name]]:g}; {aclnn.api} supports {name} "
+                                    f"{value:g} only (aclnn page)")
+                            for name, value in aclnn.only if attrs[scalars[name]] != value)
         for name in (i for i in node.input if i in values):
             t = values[name]
             if t.elem_type == TensorProto.BFLOAT16 and soc not in ASCEND_BFLOAT16:

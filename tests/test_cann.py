@@ -126,9 +126,9 @@ def test_ascend_product_limits():
 
 def test_ascend_limits_of_the_class_losses():
     """aclnnCrossEntropyLoss is listed for A2, A3 and 950 only, and takes (N, C); aclnnNLLLoss is listed for every
-    part, and takes (N, C) too (its (N, C, H, W) form is another API); their gradients have no aclnn counterpart
-    of the same inputs (aclnn's take the forward's log-probabilities or total weight). aclnnMultilabelMarginLoss is
-    listed for 910, A2 and A3, and takes (N, C)."""
+    part, and takes (N, C) too (its (N, C, H, W) form is another API); aclnnNLLLossBackward is not listed for
+    310P, aclnnCrossEntropyLossGrad supports no label smoothing. aclnnMultilabelMarginLoss is listed for 910, A2 and
+    A3, and takes (N, C). The CTC APIs are listed for every part."""
     x, t = np.zeros((4, 3), np.float32), np.zeros(4, np.int64)
     model, _ = node_model("CrossEntropyLoss", [x, t, None], "float32", {})
     assert cann.soc_problems(model, "A2") == []
@@ -140,7 +140,17 @@ def test_ascend_limits_of_the_class_losses():
     model, _ = node_model("NLLLoss", [x, t, None], "float32", {})
     assert cann.soc_problems(model, "910") == cann.soc_problems(model, "310P") == []
     model, _ = node_model("NLLLossBackward", [np.float32(1), x, t, None], "float32", {})
+    assert cann.soc_problems(model, "A2") == []
+    assert [p for _, p in cann.soc_problems(model, "310P")] == ["NLLLossBackward is not supported on 310P (aclnn page)"]
+    model, _ = node_model("CrossEntropyLossGrad", [np.float32(1), x, t, None], "float32", {"label_smoothing": 0.1})
+    assert [p for _, p in cann.soc_problems(model, "950")] == [
+        "label_smoothing is 0.1; aclnnCrossEntropyLossGrad supports labelSmoothing 0 only (aclnn page)"]
+    model, _ = node_model("SoftTargetCrossEntropyLossGrad", [np.float32(1), x, np.full((4, 3), 1 / 3, np.float32),
+                                                            None], "float32", {})
     assert "has no aclnn counterpart" in cann.soc_problems(model, "A2")[0][1]
+    lp, lengths = np.zeros((5, 2, 3), np.float32), np.array([5, 4])
+    model, _ = node_model("CtcLoss", [lp, np.ones((2, 2), np.int64), lengths, np.array([2, 1])], "float32", {})
+    assert all(cann.soc_problems(model, part) == [] for part in ("910", "310P", "A2", "A3", "950"))
     labels = np.array([[0, -1, 1], [2, 1, 0], [-1, 0, 0], [1, 2, -1]])
     model, _ = node_model("MultilabelMarginLoss", [x, labels], "float32", {})
     assert cann.soc_problems(model, "910") == cann.soc_problems(model, "A2") == []

@@ -419,6 +419,7 @@ def test_lower_round_trip():
                     label_smoothing=0.25),
     opset.make_node("NLLLoss", ["x", "t"], ["out"], reduction="sum", ignore_index=-1),
     opset.make_node("MultilabelMarginLoss", ["x", "t"], ["out"], reduction="none"),
+    opset.make_node("CtcLoss", ["lp", "t", "il", "tl"], ["out"], blank=2, reduction="none", zero_infinity=1),
 ])
 def test_aclnn_round_trip(node):
     call = aclnn.to_call(node)
@@ -439,7 +440,7 @@ def test_aclnn_arguments():
     with pytest.raises(ValueError, match="unknown aclnn API"):
         aclnn.to_node(aclnn.AclnnCall("aclnnSoftmax", {}))
     ce = aclnn.to_node(aclnn.AclnnCall("aclnnCrossEntropyLoss", {"input": "x", "target": "t", "weightOptional": None},
-                                       reduction=1, scalars={"ignoreIndex": 0, "labelSmoothing": 0.1}))
+                                       reduction="mean", scalars={"ignoreIndex": 0, "labelSmoothing": 0.1}))
     assert list(ce.input) == ["x", "t"] and aclnn.reduced_output_shape(ce) == [1]
     assert opset.node_attributes(ce) == {"reduction": "mean", "ignore_index": 0,
                                          "label_smoothing": pytest.approx(0.1)}
@@ -450,6 +451,59 @@ def test_aclnn_arguments():
     multilabel = aclnn.to_node(aclnn.AclnnCall("aclnnMultilabelMarginLoss", {"self": "x", "target": "t"}, reduction=2))
     assert opset.node_attributes(multilabel) == {"reduction": "sum"} and list(multilabel.input) == ["x", "t"]
     assert opset.get("MultilabelMarginLoss").aclnn.extra_outputs == ("isTarget",)
+    with pytest.raises(ValueError, match="aclnnCrossEntropyLoss: reductionOptional 1 has no meaning here; expected "
+                                         "one of 'none', 'mean', 'sum'"):  # a char*, not aten's code
+        aclnn.to_node(aclnn.AclnnCall("aclnnCrossEntropyLoss", {"input": "x", "target": "t"}, reduction=1))
+    with pytest.raises(ValueError, match="aclnnNLLLoss takes the reduction as an int64 code; got 'sum'"):
+        aclnn.to_node(aclnn.AclnnCall("aclnnNLLLoss", {"self": "x", "target": "t"}, reduction="sum"))
+
+
+def test_aclnn_calls_of_the_gradients_and_of_ctc():
+    """A gradient API reads what its forward call wrote (total weight, log-probabilities, log-alpha): to_call leaves
+    those arguments to the caller and to_node drops them, except the log-probabilities that stand at the logits'
+    place. The CTC APIs take no reduction (they compute `none`)."""
+    nll = opset.make_node("NLLLossBackward", ["g", "x", "t", "w"], ["dx"], reduction="mean", ignore_index=2)
+    call = aclnn.to_call(nll)
+    assert call.tensors == {"gradOutput": "g", "self": "x", "target": "t", "weight": "w", "totalWeight": None}
+    assert call.reduction == 1 and call.scalars == {"ignoreIndex": 2}
+    call.tensors["totalWeight"] = "total"
+    assert aclnn.to_node(call) == nll
+    ce = aclnn.to_call(opset.make_node("CrossEntropyLossGrad", ["g", "x", "t"], ["dx"], reduction="sum"))
+    assert ce.reduction == "sum" and ce.tensors == {"gradLoss": "g", "logProb": None, "target": "t",
+                                                    "weightOptional": None}
+    ce.tensors["logProb"] = "log_probs"
+    assert list(aclnn.to_node(ce).input) == ["g", "log_probs", "t"]
+    ctc = opset.make_node("CtcLossBackward", ["g", "lp", "t", "il", "tl"], ["dlp"], blank=0, reduction="none",
+                          zero_infinity=0)
+    call = aclnn.to_call(ctc)
+    assert call.reduction is None and call.scalars == {"blank": 0, "zeroInfinity": 0}
+    assert call.tensors["negLogLikelihood"] is None and call.tensors["logAlpha"] is None
+    assert aclnn.to_node(call) == ctc
+    assert opset.get("CtcLoss").aclnn.host_arrays == ("inputLengths", "targetLengths")
+    with pytest.raises(ValueError, match="CtcLoss node 'loss': aclnnCtcLoss computes reduction 'none' only; the "
+                                         "node's 'mean' is that call"):
+        aclnn.to_call(opset.make_node("CtcLoss", ["lp", "t", "il", "tl"], ["loss"]))
+    with pytest.raises(ValueError, match="aclnnCtcLoss takes no reduction"):
+        aclnn.to_node(aclnn.AclnnCall("aclnnCtcLoss", {"logProbs": "lp"}, reduction=1))
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float64, 1e-15), (np.float32, 4e-7)])
+def test_cross_entropy_gradient_of_log_probabilities_is_that_of_the_logits(dtype, tolerance):
+    """What makes aclnnCrossEntropyLossGrad's logProb a CrossEntropyLossGrad input: the gradient from the
+    log-probabilities is the logits' (held to PyTorch float64 autograd), within the float type's rounding of the
+    log-softmax (of max |gradient|)."""
+    from lossops.ort_ext.arrays import run
+
+    r = np.random.default_rng(3)
+    x, t, w = r.normal(0, 4, (64, 10)), r.integers(0, 10, 64), r.uniform(0.5, 2, 10)
+    xt = torch.tensor(x, requires_grad=True)
+    F.cross_entropy(xt, torch.tensor(t), weight=torch.tensor(w), label_smoothing=0.125).backward()
+    log_probs = torch.log_softmax(torch.tensor(x), 1).numpy()
+    for logits in (x, log_probs):
+        got = run("CrossEntropyLossGrad", [dtype(1), logits.astype(dtype), t, w.astype(dtype)], reduction="mean",
+                  label_smoothing=0.125)  # a float32 attribute: 0.125 is exact
+        expected = xt.grad.numpy()
+        assert np.abs(got - expected).max() <= tolerance * np.abs(expected).max()
 
 
 @pytest.mark.parametrize("portable", [True, False])

@@ -68,6 +68,6 @@ DEFINITION = OpDef(
     aclnn=Aclnn("aclnnCrossEntropyLoss", ("input", "target", "weightOptional"),
                 {"910": False, "310P": False, "A2": True, "A3": True, "950": True},
                 scalars=(("ignoreIndex", "ignore_index"), ("labelSmoothing", "label_smoothing")), ranks=(2,),
-                extra_outputs=("logProbOut", "zlossOut", "lseForZlossOut")),
+                extra_outputs=("logProbOut", "zlossOut", "lseForZlossOut"), reduction="name"),
     gradient=Gradient("CrossEntropyLossGrad", ("grad_output", "input", "target", "weight")),
 )

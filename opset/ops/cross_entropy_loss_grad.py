@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..builder import Builder
-from ..spec import CLASSES, GRAD_INPUT, Input, OpDef
+from ..spec import CLASSES, GRAD_INPUT, Aclnn, Input, OpDef
 from .cross_entropy_loss import DEFINITION as FORWARD
 from .cross_entropy_loss import smoothing, spread_share
 from .nll_loss import GRAD_OUTPUT, TARGET, WEIGHT
@@ -53,4 +53,10 @@ DEFINITION = OpDef(
     decompose=decompose,
     output_shape="input",
     torch=("lossops::cross_entropy_backward",),
+    # aclnn's takes the forward's log-probabilities where the node takes logits: the same gradient, since the
+    # softmax of log-probabilities is the softmax of their logits
+    aclnn=Aclnn("aclnnCrossEntropyLossGrad", ("gradLoss", "logProb", "target", "weightOptional"),
+                {"910": False, "310P": False, "A2": True, "A3": True, "950": True},
+                scalars=(("ignoreIndex", "ignore_index"), ("labelSmoothing", "label_smoothing")), ranks=(2,),
+                reduction="name", forward_outputs=("logProb",), only=(("labelSmoothing", 0.0),)),
 )

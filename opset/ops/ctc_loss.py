@@ -9,12 +9,14 @@ from onnx import GraphProto, TensorProto, helper
 from ..builder import Builder, Nodes
 from ..sequences import Sequences, _wide
 from ..spec import (
+    ASCEND_PARTS,
     LENGTH,
     LENGTHS,
     LOG_PROBABILITY,
     SEQUENCES,
     TARGET_SEQUENCE,
     TARGET_SEQUENCES,
+    Aclnn,
     Attribute,
     Gradient,
     Input,
@@ -56,6 +58,11 @@ ATTRIBUTES = (
     Attribute("zero_infinity", "1: an infinite loss (no alignment fits its target) and its gradient are 0.", 0,
               allowed=(0, 1)),
 )
+# aclnnCtcLoss's and aclnnCtcLossBackward's shared arguments: the lengths as host arrays, the scalars
+ARGUMENTS = ("logProbs", "targets", "inputLengths", "targetLengths")
+LENGTHS_ARRAYS = ("inputLengths", "targetLengths")
+SCALARS = (("blank", "blank"), ("zeroInfinity", "zero_infinity"))
+PRODUCTS = dict.fromkeys(ASCEND_PARTS, True)  # both pages list every part
 
 
 def outputs(b: Nodes, op_type: str, *inputs: str, count: int, **attrs) -> list[str]:
@@ -257,4 +264,6 @@ DEFINITION = OpDef(
     reduces=True,
     torch=("lossops::ctc_loss",),
     gradient=Gradient("CtcLossBackward", ("grad_output", "log_probs", "targets", "input_lengths", "target_lengths")),
+    aclnn=Aclnn("aclnnCtcLoss", ARGUMENTS, PRODUCTS,
+                scalars=SCALARS, extra_outputs=("logAlphaOut",), reduction="", host_arrays=LENGTHS_ARRAYS),
 )

@@ -7,8 +7,21 @@ import math
 from onnx import helper
 
 from ..builder import Builder
-from ..spec import LOSS, Input, OpDef
-from .ctc_loss import ATTRIBUTES, INPUT_LENGTHS, LOG_PROBS, TARGET_LENGTHS, TARGETS, Recursion, outputs, unless_infinite
+from ..spec import LOSS, Aclnn, Input, OpDef
+from .ctc_loss import (
+    ARGUMENTS,
+    ATTRIBUTES,
+    INPUT_LENGTHS,
+    LENGTHS_ARRAYS,
+    LOG_PROBS,
+    PRODUCTS,
+    SCALARS,
+    TARGET_LENGTHS,
+    TARGETS,
+    Recursion,
+    outputs,
+    unless_infinite,
+)
 
 DOC = """\
 Gradient of `CtcLoss(log_probs, targets, input_lengths, target_lengths)` with respect to `log_probs`, as PyTorch's
@@ -77,4 +90,7 @@ DEFINITION = OpDef(
     decompose=decompose,
     output_shape="log_probs",
     torch=("lossops::ctc_loss_backward",),
+    aclnn=Aclnn("aclnnCtcLossBackward", ("gradOut", *ARGUMENTS), PRODUCTS,
+                scalars=SCALARS, reduction="", forward_outputs=("negLogLikelihood", "logAlpha"),
+                host_arrays=LENGTHS_ARRAYS),
 )

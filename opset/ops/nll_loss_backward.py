@@ -4,7 +4,7 @@ aclnnNLLLoss2dBackward)."""
 from __future__ import annotations
 
 from ..builder import Builder
-from ..spec import CLASSES, GRAD_INPUT, LOG_PROBABILITY, Input, OpDef
+from ..spec import CLASSES, GRAD_INPUT, LOG_PROBABILITY, Aclnn, Input, OpDef
 from .nll_loss import DEFINITION as FORWARD
 from .nll_loss import GRAD_OUTPUT, TARGET, WEIGHT
 
@@ -38,4 +38,8 @@ DEFINITION = OpDef(
     decompose=decompose,
     output_shape="input",
     torch=("lossops::nll_loss_backward",),  # aten's takes the forward's total weight: no node input holds it
+    # aclnn's weight is not optional (a caller without one passes ones of (C,)); its totalWeight is the forward's
+    aclnn=Aclnn("aclnnNLLLossBackward", ("gradOutput", "self", "target", "weight"),
+                {"910": True, "310P": False, "A2": True, "A3": True, "950": True},
+                scalars=(("ignoreIndex", "ignore_index"),), ranks=(2,), forward_outputs=("totalWeight",)),
 )
