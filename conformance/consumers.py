@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -284,12 +285,6 @@ def _dtype(name: str) -> Callable[[str, str], bool]:
     return lambda case, dtype: dtype == name
 
 
-# npm's onnxruntime 1.30 (node and web) ends its process on CtcLossBackward's decomposition over a batch of no
-# sequence (measured; the onnxruntime 1.31 wheel runs it)
-_ORT_130_NO_SEQUENCE = Limit(_named("ctc_loss_backward_no_sequence"),
-                             "onnxruntime 1.30 ends the process on CTC's gradient over a batch of no sequence")
-
-
 CONSUMERS: dict[str, Consumer] = {
     "openvino": Consumer("openvino", "openvino", _openvino, (
         Limit(_dtype("float64"), "OpenVINO's CPU plugin computes float64 in float32"),
@@ -298,15 +293,15 @@ CONSUMERS: dict[str, Consumer] = {
         Limit(_named("multilabel_margin_loss_nan_scores", "multilabel_margin_loss_backward_nan_scores"),
               "OpenVINO's CPU plugin's Greater is true for NaN > 0, so a NaN margin counts (measured on a "
               "one-node model)"),
-        Limit(_named("ctc_loss_"), "OpenVINO's CPU plugin runs CTC's Scans with wrong infinities in the gradient "
-                                   "and corrupts its heap on the suite's CTC cases (the process aborted: "
-                                   "free(): invalid pointer, corrupted size vs. prev_size)"),
+        Limit(_named("ctc_loss_"), "OpenVINO's CPU plugin gives CTC's recursions -inf losses and wrong infinities "
+                                   "in the gradient, then corrupts its heap or faults (the process aborted: "
+                                   "corrupted size vs. prev_size; a segmentation fault), as Scans and as steps"),
     )),
     "tract": Consumer("tract", "tract", _tract, (
         Limit(_dtype("bfloat16"), "tract takes no bfloat16 inputs"),
-        Limit(_named("ctc_loss_"), "tract translates no Scan whose inputs' shapes are computed from data "
-                                   "(concatenated targets: ToTypedTranslator) and panics (division by zero in "
-                                   "core/src/ops/nn/reduce.rs, the process aborted) on the suite's CTC cases"),
+        Limit(_named("ctc_loss_concatenated", "ctc_loss_backward_concatenated"),
+              "tract evaluates no Range whose length is computed from data (CTC's states for concatenated targets: "
+              "their longest length)"),
         Limit(_named("sigmoid_to_bce_backward_float64"), "tract has no float64 Sigmoid (the graph's own node)"),
         Limit(lambda case, dtype: case.endswith("_symbolic") and "empty_sum_back" in case,
               "tract aborts the process (a Rust panic, divide by zero) on a ReduceSum over an axis of extent 0, which "
@@ -314,7 +309,10 @@ CONSUMERS: dict[str, Consumer] = {
         LOG_OF_SOFTMAX,
     )),
     "tvm": Consumer("tvm", "tvm", _tvm, (
-        Limit(_named("ctc_loss_"), "TVM's ONNX importer has no Scan (OpNotImplemented), which CTC's recursions are"),
+        Limit(lambda case, dtype: re.search(r"ctc_loss(_backward)?_(concatenated|no_sequence)_|ctc_loss_backward_no_"
+                                            r"frame_", case) is not None,
+              "TVM compiles no tensor whose shape is computed from data (CTC's states for concatenated targets) "
+              "and none of CTC's recursions over no sequence, nor its gradient over no frame"),
         Limit(lambda case, dtype: case.endswith("_symbolic"),
               "TVM's ONNX importer does no arithmetic on a Shape's output (the run-time checks of symbolic dims use "
               "it) and compiles no elementwise op between symbolic dims it cannot prove equal or 1 (even a lone Add "
@@ -348,17 +346,15 @@ CONSUMERS: dict[str, Consumer] = {
     ), _onnx2tf_missing),
     "onnxruntime-node": Consumer("json", "", _ORT_NODE, (
         Limit(_dtype("bfloat16"), "onnxruntime-node takes no bfloat16 tensors"),
-        _ORT_130_NO_SEQUENCE,
     ), _ORT_NODE.missing),
     "onnxruntime-web": Consumer("json", "", _ORT_WEB, (
         Limit(_dtype("bfloat16"), "onnxruntime-web takes no bfloat16 tensors"),
-        _ORT_130_NO_SEQUENCE,
     ), _ORT_WEB.missing),
     "onnxoptimizer": Consumer("onnxoptimizer", "onnxoptimizer", _then_onnxruntime(_optimized), ()),
     "onnxsim": Consumer("onnxsim", "onnxsim", _then_onnxruntime(_simplified), (
         Limit(_named("ctc_loss_no_sequence", "ctc_loss_backward_no_sequence"),
-              "onnxsim declares a Scan's output with another batch than the empty one it runs over (onnxruntime: "
-              "Can't merge shape info, Inferred=6 Declared=5)"),
+              "onnxsim's graph of CTC over no sequence declares shapes that onnxruntime then refuses (Add: "
+              "Incompatible dimensions)"),
     )),
     **{f"opset{v}": Consumer("onnx", "", _then_onnxruntime(_version_converted(v)), ()) for v in (13, 17, 18, 22, 23)},
 }

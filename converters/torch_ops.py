@@ -260,21 +260,28 @@ def _(grad_output, input, target, weight, reduction, alpha, gamma):
     return torch.empty_like(input)
 
 
-def _focal_setup(ctx, inputs, output):
+def _input_gradient_setup(ctx, inputs, output):
+    """The context of a loss of (input, target, weight, *arguments): its tensors, then its other arguments
+    (reduction, ignore_index, alpha, ...) as given."""
     ctx.save_for_backward(*[t for t in inputs[:3] if t is not None])
     ctx.present = [t is not None for t in inputs[:3]]
-    ctx.reduction, ctx.alpha, ctx.gamma = inputs[3:6]
+    ctx.arguments = inputs[3:]
 
 
-def _focal_backward(ctx, grad):
-    _computed_gradients_only(ctx, "sigmoid_focal_loss", ("input", "target", "weight"))
-    saved = iter(ctx.saved_tensors)
-    input, target, weight = (next(saved) if p else None for p in ctx.present)
-    return (torch.ops.lossops.sigmoid_focal_loss_backward(grad, input, target, weight, ctx.reduction, ctx.alpha,
-                                                          ctx.gamma), None, None, None, None, None)
+def _register_input_gradient(op, name: str) -> None:
+    """Such a loss `name` (sigmoid_focal_loss, nll_loss, cross_entropy, ...) differentiated by its
+    `<name>_backward` op, the gradient of input (the only one computed)."""
+    def backward(ctx, grad):
+        _computed_gradients_only(ctx, name, ("input", "target", "weight"))
+        saved = iter(ctx.saved_tensors)
+        input, target, weight = (next(saved) if p else None for p in ctx.present)
+        gradient = getattr(torch.ops.lossops, f"{name}_backward")(grad, input, target, weight, *ctx.arguments)
+        return gradient, None, None, *(None for _ in ctx.arguments)
+
+    op.register_autograd(backward, setup_context=_input_gradient_setup)
 
 
-sigmoid_focal_loss.register_autograd(_focal_backward, setup_context=_focal_setup)
+_register_input_gradient(sigmoid_focal_loss, "sigmoid_focal_loss")
 
 
 @torch.library.custom_op("lossops::nll_loss", mutates_args=())
@@ -318,26 +325,7 @@ def _(grad_output, input, target, weight, reduction, ignore_index):
     return torch.empty_like(input)
 
 
-def _class_setup(ctx, inputs, output):
-    """A class loss's context: its tensors, then its other arguments (reduction, ignore_index, ...) as given."""
-    ctx.save_for_backward(*[t for t in inputs[:3] if t is not None])
-    ctx.present = [t is not None for t in inputs[:3]]
-    ctx.arguments = inputs[3:]
-
-
-def _class_backward(name: str):
-    """The autograd backward of class loss `name` (nll_loss, cross_entropy): its `<name>_backward` op."""
-    def backward(ctx, grad):
-        _computed_gradients_only(ctx, name, ("input", "target", "weight"))
-        saved = iter(ctx.saved_tensors)
-        input, target, weight = (next(saved) if p else None for p in ctx.present)
-        gradient = getattr(torch.ops.lossops, f"{name}_backward")(grad, input, target, weight, *ctx.arguments)
-        return gradient, None, None, *(None for _ in ctx.arguments)
-
-    return backward
-
-
-nll_loss.register_autograd(_class_backward("nll_loss"), setup_context=_class_setup)
+_register_input_gradient(nll_loss, "nll_loss")
 
 
 @torch.library.custom_op("lossops::cross_entropy", mutates_args=())
@@ -370,7 +358,7 @@ def _(grad_output, input, target, weight, reduction, ignore_index, label_smoothi
     return torch.empty_like(input)
 
 
-cross_entropy.register_autograd(_class_backward("cross_entropy"), setup_context=_class_setup)
+_register_input_gradient(cross_entropy, "cross_entropy")
 
 
 @torch.library.custom_op("lossops::soft_target_cross_entropy", mutates_args=())
@@ -403,7 +391,7 @@ def _(grad_output, input, target, weight, reduction, label_smoothing):
     return torch.empty_like(input)
 
 
-soft_target_cross_entropy.register_autograd(_class_backward("soft_target_cross_entropy"), setup_context=_class_setup)
+_register_input_gradient(soft_target_cross_entropy, "soft_target_cross_entropy")
 
 
 @torch.library.custom_op("lossops::multilabel_margin_loss", mutates_args=())

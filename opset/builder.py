@@ -190,6 +190,13 @@ class Builder(Nodes):
     def int_scalar(self, value: int) -> str:
         return self.const(value, TensorProto.INT64)
 
+    def looked_up(self, table: str, values: str, past: str, rule: str) -> str:
+        """`table` at the int64 indices `values` by a Gather named with `rule`, which fails for an index outside
+        the table (a run-time check that names the rule); a negative index is first made `past`, the table's
+        length: Gather would count it from the end."""
+        index = self.op("Where", self.op("Less", values, self.int_scalar(0)), past, values)
+        return self.op("Gather", table, index, name=rule)
+
     def to_compute(self, name: str) -> str:
         """An input in the compute type; an absent optional input is the constant 1 (what it means)."""
         if not name:
@@ -223,19 +230,20 @@ class Builder(Nodes):
         else a reference to the function's attribute (a function body serves every value)."""
         if attr in self.attrs:
             return self.const(float(self.attrs[attr]))
-        out = self.fresh("param")
-        node = helper.make_node("Constant", [], [out])
-        node.attribute.append(AttributeProto(name="value_float", type=AttributeProto.FLOAT, ref_attr_name=attr))
-        self.nodes.append(node)
+        out = self._attribute_reference(attr, "value_float", AttributeProto.FLOAT)
         return out if self.compute == TensorProto.FLOAT else self.op("Cast", out, to=self.compute)
 
     def int_param(self, attr: str) -> str:
         """An int attribute as an int64 scalar: its value where the node is known, else a reference."""
         if attr in self.attrs:
             return self.int_scalar(int(self.attrs[attr]))
+        return self._attribute_reference(attr, "value_int", AttributeProto.INT)
+
+    def _attribute_reference(self, attr: str, field: str, kind: int) -> str:
+        """A Constant whose value is the function's attribute `attr`."""
         out = self.fresh("param")
         node = helper.make_node("Constant", [], [out])
-        node.attribute.append(AttributeProto(name="value_int", type=AttributeProto.INT, ref_attr_name=attr))
+        node.attribute.append(AttributeProto(name=field, type=kind, ref_attr_name=attr))
         self.nodes.append(node)
         return out
 
@@ -247,7 +255,11 @@ class Builder(Nodes):
     # --- sizes and sums ---
 
     def size(self, name: str) -> str:
-        """Size(name), an int64 scalar; in the portable form the product of its shape (onnx2torch has no Size)."""
+        """Size(name), an int64 scalar: a constant where its shape is static; in the portable form the product of
+        its shape (onnx2torch has no Size)."""
+        shape = self.static.static_shape(name)
+        if shape is not None:
+            return self.int_scalar(math.prod(shape))
         if self.static.portable:
             return self.op("ReduceProd", self.op("Shape", name), keepdims=0)
         return self.op("Size", name)

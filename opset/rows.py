@@ -96,11 +96,9 @@ class Rows:
         end)."""
         b = self.b
         kept = self.unless_ignored(self.target_rows, b.int_scalar(0))
-        positive = b.op("Where", b.op("Less", kept, b.int_scalar(0)), self.count, kept)
         if b.static_count == 0:  # no row to check: OpenVINO 2026.4's Gather of an empty index ends the process (SIGFPE)
-            return positive
-        rule = f"{b.opdef.name}: {NOT_A_CLASS}"
-        return b.op("Gather", self.numbers, positive, name=rule)
+            return kept
+        return b.looked_up(self.numbers, kept, self.count, f"{b.opdef.name}: {NOT_A_CLASS}")
 
     def picked(self, x: str) -> str:
         """x (N, C, d1, ...) at each row's class: (N, 1, d1, ...)."""

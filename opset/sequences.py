@@ -41,9 +41,8 @@ class Sequences:
 
     def _dim(self, axis: int) -> str:
         """Dim `axis` of log_probs as an int64 scalar."""
-        shape = self.static_shape
-        if shape is not None and len(shape) == 3 and isinstance(shape[axis], int):
-            return self.b.int_scalar(shape[axis])
+        if self._static_dim(axis) is not None:
+            return self.b.int_scalar(self._static_dim(axis))
         return self.b.op("Gather", self.b.op("Shape", self.log_probs), self.b.int_scalar(axis))
 
     @functools.cached_property
@@ -58,13 +57,32 @@ class Sequences:
     def classes(self) -> str:
         return self._dim(2)
 
+    def _static_dim(self, axis: int) -> int | None:
+        shape = self.static_shape
+        return shape[axis] if shape is not None and len(shape) == 3 and isinstance(shape[axis], int) else None
+
+    @functools.cached_property
+    def static_frames(self) -> int | None:
+        return self._static_dim(0)
+
     @functools.cached_property
     def static_batch(self) -> int | None:
-        shape = self.static_shape
-        return shape[1] if shape is not None and len(shape) == 3 and isinstance(shape[1], int) else None
+        return self._static_dim(1)
+
+    @functools.cached_property
+    def static_classes(self) -> int | None:
+        return self._static_dim(2)
 
     def _vector(self, scalar: str) -> str:
         return self.b.op("Reshape", scalar, self.b.ints([1]))
+
+    def vector(self, static: int | None, scalar: str, *more: int) -> str:
+        """int64 (1 + len(more),): `static` (else the int64 scalar `scalar`), then `more`; a constant where static
+        (TVM's importer makes a Concat of constants a shape, which most of its ops do not take)."""
+        if static is not None:
+            return self.b.ints([static, *more])
+        return self.b.op("Concat", self._vector(scalar), self.b.ints(list(more)), axis=0) if more else \
+            self._vector(scalar)
 
     # --- the checked values ---
 
@@ -75,8 +93,7 @@ class Sequences:
         if self.static_batch == 0:  # nothing to check: OpenVINO 2026.4's Gather of an empty index ends the process
             return values
         past = b.op("Add", most, b.int_scalar(1))
-        index = b.op("Where", b.op("Less", values, b.int_scalar(0)), past, values)
-        return b.op("Gather", b.op("Range", b.int_scalar(0), past, b.int_scalar(1)), index, name=rule)
+        return b.looked_up(b.op("Range", b.int_scalar(0), past, b.int_scalar(1)), values, past, rule)
 
     @functools.cached_property
     def concatenated(self) -> bool | None:
@@ -91,22 +108,27 @@ class Sequences:
         return b.op("Equal", b.size(b.op("Shape", self.targets)), b.int_scalar(2))
 
     @functools.cached_property
+    def static_width(self) -> int | None:
+        """S where the targets are padded and their shape static."""
+        shape = self.b.static.shapes.get(self.targets)
+        return shape[1] if shape is not None and len(shape) == 2 and isinstance(shape[1], int) else None
+
+    @functools.cached_property
     def width(self) -> str:
         """S, an int64 scalar: the label positions of the (N, S) labels (a padded target's second dim; the longest
         target's length for concatenated ones)."""
         b = self.b
-        shape = b.static.shapes.get(self.targets)
-        if shape is not None and len(shape) == 2 and isinstance(shape[1], int):
-            return b.int_scalar(shape[1])
+        if self.static_width is not None:
+            return b.int_scalar(self.static_width)
         last = b.op("Gather", b.op("Shape", self.targets), b.int_scalar(-1))
         if self.concatenated is False:
             return last
-        longest = b.op("ReduceMax", b.op("Concat", self.target_lengths_raw_checked_nonnegative, b.ints([0]), axis=0),
+        longest = b.op("ReduceMax", b.op("Concat", self.target_lengths_in_any_layout, b.ints([0]), axis=0),
                        keepdims=0)
         return longest if self.concatenated else b.op("Where", self._padded, last, longest)
 
     @functools.cached_property
-    def target_lengths_raw_checked_nonnegative(self) -> str:
+    def target_lengths_in_any_layout(self) -> str:
         """target_lengths, each checked to be in [0, the targets' element count] (what any layout allows)."""
         b = self.b
         rule = f"{b.opdef.name}: " + NOT_A_LENGTH.format(input="target_lengths", most="S") + " (padded), or " \
@@ -125,7 +147,7 @@ class Sequences:
         """int64 (N,): checked to be in [0, S] for padded targets, to add up to their number for concatenated
         ones."""
         b = self.b
-        lengths = self.target_lengths_raw_checked_nonnegative
+        lengths = self.target_lengths_in_any_layout
         if self.concatenated is not True:  # padded: each at most S
             rule = f"{b.opdef.name}: " + NOT_A_LENGTH.format(input="target_lengths", most="S")
             checked = self._within(lengths, self.width, rule)

@@ -16,7 +16,7 @@ from record import MAX_ULPS
 # one stands for any text), and why CI can leave them out.
 LONG = {
     "test_other_consumers_pass_the_suite_but_their_declared_limits[tvm]":
-        "TVM compiles each case's model: 5 minutes (OpenVINO, tract and the rest run)",
+        "TVM compiles each case's model: 10 minutes (OpenVINO, tract and the rest run)",
     **{f"test_other_consumers_pass_the_suite_but_their_declared_limits[opset{v}]": "opset13 runs"
        for v in (17, 18, 22, 23)},
     "test_other_consumers_pass_the_suite_but_their_declared_limits[onnxsim]": "onnxoptimizer's runs",

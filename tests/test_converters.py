@@ -411,6 +411,35 @@ def test_lower_round_trip():
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("op_name", ["CtcLoss", "CtcLossBackward"])
+def test_lower_writes_ctc_steps_out_where_the_frames_are_static(op_name):
+    """The portable form of CTC over a static T is its steps one by one, with no Shape (TVM's importer has no
+    Scan and does no arithmetic on a Shape's output); over a symbolic T it keeps the Scans. Both follow PyTorch
+    float64 (its ctc_loss, and autograd for the gradient)."""
+    from lossops.conformance.cases import node_model
+
+    r = np.random.default_rng(5)
+    log_probs = np.log(r.dirichlet(np.ones(4), (6, 3)))
+    targets, lengths, target_lengths = np.array([[1, 2, 2], [3, 1, 0], [2, 0, 0]]), np.array([6, 5, 3]), \
+        np.array([3, 2, 1])
+    inputs = [np.ones(3), log_probs, targets, lengths, target_lengths][op_name == "CtcLoss":]
+    lp = torch.tensor(log_probs, requires_grad=True)
+    loss = F.ctc_loss(lp, torch.tensor(targets), torch.tensor(lengths), torch.tensor(target_lengths),
+                      reduction="none")
+    loss.sum().backward()
+    expected = (loss if op_name == "CtcLoss" else lp.grad).detach().numpy()
+    for symbolic, ops in ((False, {"Gather"}), (True, {"Scan"})):
+        model, _ = node_model(op_name, inputs, "float64", {"reduction": "none"})
+        if symbolic:  # log_probs' frames
+            model.graph.input[len(inputs) - 4].type.tensor_type.shape.dim[0].dim_param = "T"
+        lowered, _ = lower(model)
+        kinds = {n.op_type for n in lowered.graph.node}
+        assert ops <= kinds and ("Scan" in kinds) == symbolic and ("Shape" in kinds) == symbolic, sorted(kinds)
+        session = onnxruntime.InferenceSession(lowered.SerializeToString(), providers=["CPUExecutionProvider"])
+        got = session.run(None, dict(zip([i.name for i in model.graph.input], inputs, strict=True)))[0]
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+
+
 @pytest.mark.parametrize("node", [
     opset.make_node("BinaryCrossEntropyWithLogits", ["x", "y", "", "pw"], ["out"], reduction="sum"),
     opset.make_node("BinaryCrossEntropyBackward", ["g", "x", "y", "w"], ["out"], reduction="none"),

@@ -79,7 +79,7 @@ def extended(b: Builder, seq: Sequences) -> str:
     states = b.op("Range", b.int_scalar(0), b.op("Add", b.op("Mul", seq.width, b.int_scalar(2)), b.int_scalar(1)),
                   b.int_scalar(1))
     label = b.op("Div", b.op("Max", b.op("Sub", states, b.int_scalar(1)), b.int_scalar(0)), b.int_scalar(2))
-    zeros = b.op("ConstantOfShape", b.op("Concat", b.op("Reshape", seq.batch, b.ints([1])), b.ints([1]), axis=0),
+    zeros = b.op("ConstantOfShape", seq.vector(seq.static_batch, seq.batch, 1),
                  value=helper.make_tensor("zero", TensorProto.INT64, [1], [0]))
     padded = b.op("Concat", seq.labels, zeros, axis=1)  # a column more: no Gather from nothing for S = 0
     odd = b.op("Equal", b.op("Mod", states, b.int_scalar(2)), b.int_scalar(1))
@@ -98,8 +98,7 @@ def _shifted(n: Nodes, value: str, by: int, never: str) -> str:
     """`value` (N, W) shifted along axis 1 by `by` states (later for by > 0, earlier for by < 0), `never` (N, 1),
     -inf, coming in (a Concat and a Slice: onnx's version converter has no Pad below opset 18)."""
     if by > 0:
-        width = n.op("Slice", n.op("Shape", value), n.ints([1]), n.ints([2]))
-        return n.op("Slice", n.op("Concat", *[never] * by, value, axis=1), n.ints([0]), width, n.ints([1]))
+        return n.op("Slice", n.op("Concat", *[never] * by, value, axis=1), n.ints([0]), n.ints([-by]), n.ints([1]))
     return n.op("Slice", n.op("Concat", value, *[never] * -by, axis=1), n.ints([-by]), n.ints([2**62]), n.ints([1]))
 
 
@@ -137,20 +136,24 @@ class Recursion:
         self.b, self.seq, self.log_probs = b, b.sequences, log_probs
         self.wide = _wide(b)
         self.ext = extended(b, self.seq)
-        frames = b.op("Reshape", self.seq.frames, b.ints([1]))
+        n, s = self.seq.static_batch, self.seq.static_width
+        # (N, W) of the states: a constant where static (TVM's importer does no arithmetic on a Shape's output)
+        self.static_states = None if n is None or s is None else (n, 2 * s + 1)
+        self.ext_shape = b.op("Shape", self.ext) if self.static_states is None else b.ints(list(self.static_states))
         # (T, N, W): log_probs at each state's class (the index made (T, N, W) by a Tile: onnxruntime's Expand of
         # (1, N, W) to T = 0 gives T = 1, and 1.24's Add with a (0, 1, 1) too)
-        index = b.op("Tile", b.op("Unsqueeze", self.ext, b.ints([0])), b.op("Concat", frames, b.ints([1, 1]), axis=0))
+        index = b.op("Tile", b.op("Unsqueeze", self.ext, b.ints([0])), self.seq.vector(self.seq.static_frames,
+                                                                                      self.seq.frames, 1, 1))
         self.emit = b.op("GatherElements", log_probs, index, axis=2)
         # (N, W): 0 where a state may be reached from two before it (a label after the blank that follows a
         # different label), -inf elsewhere (a blank state's label is the blank two before: never)
-        width = b.op("Slice", b.op("Shape", self.ext), b.ints([1]), b.ints([2]))
-        minus = b.op("ConstantOfShape", b.op("Concat", b.op("Reshape", self.seq.batch, b.ints([1])), b.ints([2]),
-                                             axis=0), value=helper.make_tensor("minus", TensorProto.INT64, [1], [-1]))
+        static = self.static_states
+        width = b.op("Slice", self.ext_shape, b.ints([1]), b.ints([2])) if static is None else b.ints([static[1]])
+        minus = b.op("ConstantOfShape", self.seq.vector(self.seq.static_batch, self.seq.batch, 2),
+                     value=helper.make_tensor("minus", TensorProto.INT64, [1], [-1]))
         before = b.op("Slice", b.op("Concat", minus, self.ext, axis=1), b.ints([0]), width, b.ints([1]))
-        self.states = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), b.op("Gather", b.op("Shape", self.ext),
-                                                                            b.int_scalar(1)), b.int_scalar(1)),
-                           b.ints([0]))  # (1, W)
+        self.states = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), b.op("Reshape", width, b.ints([])),
+                                             b.int_scalar(1)), b.ints([0]))  # (1, W)
         never, zero = b.const(-math.inf, self.wide), b.const(0.0, self.wide)
         # -inf at the first two states too (none is two after another), which the Scan bodies read as their -inf
         first = b.op("Less", self.states, b.int_scalar(2))
@@ -158,12 +161,36 @@ class Recursion:
         self.times = b.op("Range", b.int_scalar(0), self.seq.frames, b.int_scalar(1))  # (T,)
         # what the Scans run over: one more frame, numbered past every length, so that a step there changes
         # nothing (onnxruntime's Scan fails on no frame)
-        nothing = b.op("ConstantOfShape", b.op("Concat", b.ints([1]), b.op("Shape", self.ext), axis=0),
+        nothing = b.op("ConstantOfShape", b.op("Concat", b.ints([1]), self.ext_shape, axis=0),
                        value=helper.make_tensor("zero", self.wide, [1], [0.0]))
         self.scanned = (b.op("Concat", self.emit, nothing, axis=0),
                         b.op("Concat", self.times, b.ints([2**62]), axis=0))
         self.lengths = b.op("Unsqueeze", self.seq.input_lengths, b.ints([1]))  # (N, 1)
         self.ends = b.op("Unsqueeze", b.op("Mul", self.seq.target_lengths, b.int_scalar(2)), b.ints([1]))  # 2L
+        self.static_frames = self.seq.static_frames if b.static.portable else None  # T: the steps written out
+
+    def _scan(self, hint: str, state: list[tuple[str, int]], initial: list[str], build, count: int,
+              backwards: bool = False) -> list[str]:
+        """`build` stepped over the frames and the one past them, forwards or backwards in time: the last states,
+        then what each step scans out, (T + 1, ...) in time's order. A Scan; or in the portable form where T is
+        static, the steps written out one by one (TVM's importer has no Scan, tract none of data-dependent shape).
+        Backwards, the frames are reversed by a Slice, in and out (onnx.reference's Scan runs forwards only)."""
+        b, carried = self.b, len(initial)
+        if self.static_frames is None:
+            scanned = [self._reversed(v) for v in self.scanned] if backwards else list(self.scanned)
+            out = outputs(b, "Scan", *initial, *scanned, count=count, body=_body(b, hint, state, build),
+                          num_scan_inputs=2)
+            return out[:carried] + [self._reversed(v) if backwards else v for v in out[carried:]]
+        last, rows = list(initial), []
+        frames = range(self.static_frames + 1)
+        for t in reversed(frames) if backwards else frames:
+            emit = b.op("Gather", self.scanned[0], b.int_scalar(t), axis=0)
+            results = build(b, *last, emit, b.int_scalar(t if t < self.static_frames else 2**62))
+            last = results[:carried]
+            rows.append(results[carried:])
+        rows = rows[::-1] if backwards else rows
+        return last + [b.op("Concat", *(b.op("Unsqueeze", r[k], b.ints([0])) for r in rows), axis=0)
+                       for k in range(count - carried)]
 
     def alphas(self, every: bool) -> tuple[str, str | None]:
         """(alpha after each sequence's last frame (N, W), and with `every`, alpha after each frame and after the
@@ -173,7 +200,7 @@ class Recursion:
         first label) and -inf elsewhere; held past the sequence's frames."""
         b, wide = self.b, self.wide
         start = b.op("Expand", b.op("Where", b.op("Equal", self.states, b.int_scalar(0)), b.const(0.0, wide),
-                                    b.const(-math.inf, wide)), b.op("Shape", self.ext))
+                                    b.const(-math.inf, wide)), self.ext_shape)
 
         def step(n: Nodes, alpha: str, penalty: str, lengths: str, emit: str, t: str) -> list[str]:
             never = _never(n, penalty)
@@ -185,14 +212,14 @@ class Recursion:
 
         state = [("alpha", wide), ("penalty", wide), ("lengths", TensorProto.INT64), ("emit", wide),
                  ("t", TensorProto.INT64)]
-        out = outputs(b, "Scan", start, self.penalty, self.lengths, *self.scanned, count=4 if every else 3,
-                      body=_body(b, "alpha_step", state, step), num_scan_inputs=2)
+        out = self._scan("alpha_step", state, [start, self.penalty, self.lengths], step, count=4 if every else 3)
         return out[0], (out[3] if every else None)
 
     def frames(self, scanned: str) -> str:
         """(T, ...): a Scan's output (T + 1, ...) without the step past the last frame."""
         b = self.b
-        return b.op("Slice", scanned, b.ints([0]), b.op("Reshape", self.seq.frames, b.ints([1])), b.ints([0]))
+        seq = self.seq
+        return b.op("Slice", scanned, b.ints([0]), seq.vector(seq.static_frames, seq.frames), b.ints([0]))
 
     def betas(self) -> str:
         """beta after each frame, and after the step past the last (T + 1, N, W), backwards in time: at a
@@ -203,7 +230,7 @@ class Recursion:
         last = b.op("Or", b.op("Equal", self.states, self.ends),
                     b.op("Equal", self.states, b.op("Sub", self.ends, b.int_scalar(1))))
         final = b.op("Where", last, b.const(0.0, wide), never)  # (N, W)
-        start = b.op("Expand", never, b.op("Shape", self.ext))
+        start = b.op("Expand", never, self.ext_shape)
 
         def step(n: Nodes, beta: str, penalty: str, final: str, lengths: str, emit: str, t: str) -> list[str]:
             never = _never(n, penalty)
@@ -217,10 +244,8 @@ class Recursion:
 
         state = [("beta", wide), ("penalty", wide), ("final", wide), ("lengths", TensorProto.INT64), ("emit", wide),
                  ("t", TensorProto.INT64)]
-        # backwards in time: the frames reversed by a Slice, in and out (onnx.reference's Scan runs forwards only)
-        out = outputs(b, "Scan", start, self.penalty, final, self.lengths, *(self._reversed(v) for v in self.scanned),
-                      count=5, body=_body(b, "beta_step", state, step), num_scan_inputs=2)
-        return self._reversed(out[4])
+        return self._scan("beta_step", state, [start, self.penalty, final, self.lengths], step, count=5,
+                          backwards=True)[4]
 
     def _reversed(self, value: str) -> str:
         b = self.b

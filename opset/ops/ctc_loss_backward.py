@@ -51,9 +51,11 @@ def decompose(b: Builder, log_probs: str) -> str:
     # at the end: onnxruntime ends the process (SIGFPE) on a TopK or a MatMul over a dim of 0 (1.24 to 1.31,
     # measured)
     both = b.op("Add", alphas, recursion.betas())
-    shape = b.op("Shape", both)
-    no_sequence = b.op("ConstantOfShape", b.op("Concat", b.op("Slice", shape, b.ints([0]), one), one,
-                                               b.op("Slice", shape, b.ints([2]), b.ints([3])), axis=0),
+    static = recursion.static_states
+    width = b.op("Slice", recursion.ext_shape, one, b.ints([2]))  # (W,)
+    no_sequence = b.op("ConstantOfShape", b.ints([seq.static_frames + 1, 1, static[1]]) if static and
+                       seq.static_frames is not None else b.op("Concat", b.op("Add", seq.vector(None, seq.frames), one),
+                                                               one, width, axis=0),
                        value=helper.make_tensor("zero", wide, [1], [0.0]))
     both = b.op("Concat", both, no_sequence, axis=1)
     # the largest over the states (a TopK: a ReduceMax over given axes is opset 18, which onnx's version converter
@@ -62,14 +64,16 @@ def decompose(b: Builder, log_probs: str) -> str:
     top = b.op("Where", b.op("Equal", top, b.const(-math.inf, wide)), b.const(0.0, wide), top)
     classes = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), seq.classes, b.int_scalar(1)), b.ints([0, 1]))
     one_hot = b.op("Cast", b.op("Equal", b.op("Unsqueeze", recursion.ext, b.ints([2])), classes), to=wide)  # (N, W, C)
-    no_class = b.op("ConstantOfShape", b.op("Concat", one, b.op("Slice", b.op("Shape", one_hot), one, b.ints([3])),
-                                            axis=0), value=helper.make_tensor("zero", wide, [1], [0.0]))
+    c = seq.static_classes
+    no_class = b.op("ConstantOfShape", b.ints([1, static[1], c]) if static and c is not None else b.op(
+        "Concat", one, width, seq.vector(None, seq.classes), axis=0),
+                    value=helper.make_tensor("zero", wide, [1], [0.0]))
     # summed per class: (T + 1, N + 1, 1, W) @ (N + 1, W, C) (no Transpose first: onnxruntime 1.24 fuses one into
     # a FusedMatMul it has no float64 kernel of)
     summed = b.op("MatMul", b.op("Unsqueeze", b.op("Exp", b.op("Sub", both, top)), b.ints([2])),
                   b.op("Concat", one_hot, no_class, axis=0))
     per_class = b.op("Add", b.op("Log", b.op("Squeeze", summed, b.ints([2]))), top)  # (T + 1, N + 1, C)
-    per_class = recursion.frames(b.op("Slice", per_class, b.ints([0]), b.op("Reshape", seq.batch, one), one))
+    per_class = recursion.frames(b.op("Slice", per_class, b.ints([0]), seq.vector(seq.static_batch, seq.batch), one))
     across = b.ints([0, 2])  # (N,) to (1, N, 1): an Unsqueeze (a Reshape to [1, -1, 1] fails for no sequence)
     loss = b.op("Unsqueeze", losses, across)
     grad = b.op("Sub", b.op("Exp", log_probs), b.op("Exp", b.op("Sub", b.op("Add", per_class, loss), log_probs)))

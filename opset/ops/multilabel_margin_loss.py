@@ -36,12 +36,10 @@ def checked_labels(b: Builder, t: str) -> str:
     rows, c = b.rows, b.rows.static_classes
     if b.static_count == 0:  # no row to check: OpenVINO 2026.4's Gather of an empty index ends the process (SIGFPE)
         return t
-    shifted = b.op("Add", t, b.int_scalar(1))
     past = b.int_scalar(c + 1) if c is not None else b.op("Add", rows.count, b.int_scalar(1))
-    index = b.op("Where", b.op("Less", shifted, b.int_scalar(0)), past, shifted)
     values = b.ints(list(range(-1, c))) if c is not None else b.op("Range", b.int_scalar(-1), rows.count,
                                                                    b.int_scalar(1))
-    return b.op("Gather", values, index, name=f"{b.opdef.name}: {NOT_A_LABEL}")
+    return b.looked_up(values, b.op("Add", t, b.int_scalar(1)), past, f"{b.opdef.name}: {NOT_A_LABEL}")
 
 
 def margin_type(b: Builder) -> int:

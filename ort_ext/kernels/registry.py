@@ -48,6 +48,18 @@ class Kernel:
 KERNELS: dict[str, Kernel] = {}
 
 
+def _every_input(op: OpDef) -> tuple[bool, ...]:
+    return (True,) * len(op.inputs) + (False,) * (layout.MAX_INPUTS - len(op.inputs))
+
+
+def _registered(op: OpDef, function, slots: tuple[bool, ...], task_elements: int, **engine: bool):
+    """`function` registered as the kernel of `op`, reading the inputs `slots` marks, a task about `task_elements`
+    elements (whole rows or sequences for those engines)."""
+    layout.op_names(op)  # ValueError where the names outgrow the plan's room for them
+    KERNELS[op.name] = Kernel(op, function, slots, max(1, task_elements // layout.TILE), **engine)
+    return function
+
+
 def row_kernel(op_name: str, *, task_elements: int):
     """Register the row function of the class loss `op_name` (kernels/rows.py says what it computes); a task
     takes whole rows, about `task_elements` class values."""
@@ -56,10 +68,7 @@ def row_kernel(op_name: str, *, task_elements: int):
         raise ValueError(f"{op_name}: not a class loss; its kernel is a tile loop (@kernel)")
 
     def register(row):
-        slots = (True,) * len(op.inputs) + (False,) * (layout.MAX_INPUTS - len(op.inputs))
-        layout.op_names(op)
-        KERNELS[op_name] = Kernel(op, row, slots, max(1, task_elements // layout.TILE), rows=True)
-        return row
+        return _registered(op, row, _every_input(op), task_elements, rows=True)
 
     return register
 
@@ -72,10 +81,7 @@ def sequence_kernel(op_name: str):
         raise ValueError(f"{op_name}: not a sequence loss")
 
     def register(sequence):
-        slots = (True,) * len(op.inputs) + (False,) * (layout.MAX_INPUTS - len(op.inputs))
-        layout.op_names(op)
-        KERNELS[op_name] = Kernel(op, sequence, slots, 1, sequences=True)
-        return sequence
+        return _registered(op, sequence, _every_input(op), layout.TILE, sequences=True)
 
     return register
 
@@ -95,9 +101,7 @@ def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
         if unknown:
             raise ValueError(f"{op_name}: reads unknown inputs {sorted(unknown)}")
         slots = tuple(n in reads for n in names) + (False,) * (layout.MAX_INPUTS - len(names))
-        layout.op_names(op)  # ValueError where the names outgrow the plan's room for them
-        KERNELS[op_name] = Kernel(op, tile, slots, max(1, task_elements // layout.TILE))
-        return tile
+        return _registered(op, tile, slots, task_elements)
 
     return register
 
