@@ -217,27 +217,11 @@ def row_sum_below(x, s, c, top, w, weighted):
 
 
 @_sum_jit
-def row_soft_pass(x, t, s, c, shift, w, weighted, e):
+def row_soft_pass(x, t, s, c, shift, w, weighted, e, out, keep):
     """(sum of exp(x - shift), sum of q, sum of q * (shift - x)) over the row, in float64, with q = weight[k] *
     ((1 - e) * t[k] + e / c) (weight 1 where not `weighted`): the terms of a cross entropy against probabilities t,
-    sum_k q[k] * (lse - x[k]) = below + log(total) * mass."""
-    total = below = mass = 0.0
-    kept, spread = 1.0 - e, e / c
-    for k in range(c):
-        v = load(x[k * s])
-        q = kept * np.float64(load(t[k * s])) + spread
-        if weighted:
-            q *= np.float64(load(w[k]))
-        total += np.float64(_exp_shifted(v, shift))
-        mass += q
-        below += q * np.float64(shift - v)
-    return total, mass, below
-
-
-@_sum_jit
-def row_soft_pass_into(x, t, s, c, shift, w, weighted, e, out):
-    """`row_soft_pass`, with out[k] = exp(x[k] - shift) (out: x's storage, where it holds the compute type
-    exactly)."""
+    sum_k q[k] * (lse - x[k]) = below + log(total) * mass. With `keep`, out[k] = exp(x[k] - shift) too (out: x's
+    storage, where it holds the compute type exactly); without, `out` is not written."""
     total = below = mass = 0.0
     kept, spread = 1.0 - e, e / c
     for k in range(c):
@@ -246,7 +230,8 @@ def row_soft_pass_into(x, t, s, c, shift, w, weighted, e, out):
         if weighted:
             q *= np.float64(load(w[k]))
         exponential = _exp_shifted(v, shift)
-        out[k * s] = exponential
+        if keep:
+            out[k * s] = exponential
         total += np.float64(exponential)
         mass += q
         below += q * np.float64(shift - v)
@@ -259,9 +244,9 @@ def row_soft_sums(x, t, s, c, w, weighted, e):
     first logit; where the sum overflows (a logit ~88 above it in float32) or meets a non-finite value, again from
     the row's maximum (a NaN stays NaN). The float64 sum of q * (shift - x), of either sign, cancels by far less
     than the float32 result's rounding."""
-    total, mass, below = row_soft_pass(x, t, s, c, load(x[0]), w, weighted, e)
+    total, mass, below = row_soft_pass(x, t, s, c, load(x[0]), w, weighted, e, x, False)
     if not total < np.inf:
-        total, mass, below = row_soft_pass(x, t, s, c, row_max(x, s, c), w, weighted, e)
+        total, mass, below = row_soft_pass(x, t, s, c, row_max(x, s, c), w, weighted, e, x, False)
     return total, mass, below
 
 

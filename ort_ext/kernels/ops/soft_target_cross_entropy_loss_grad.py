@@ -11,7 +11,7 @@ from ..halves import load, store, store_rounded
 from ..mathf import exp
 from ..native import like
 from ..registry import row_kernel
-from ..rows import exact, row_max, row_soft_pass, row_soft_pass_into
+from ..rows import exact, row_max, row_soft_pass
 
 
 @row_kernel("SoftTargetCrossEntropyLossGrad", task_elements=1 << 14)
@@ -21,10 +21,7 @@ def soft_target_cross_entropy_loss_grad(x, t, s, c, w, weighted, params, coef, o
     # shifted by the row's maximum (not the loss's first logit): the largest p's arguments to exp then round least
     shift = row_max(x, s, c)
     keep = exact(out)  # float and double: the exponentials are kept in the gradient's row, then scaled in place
-    if keep:
-        total, mass, _ = row_soft_pass_into(x, t, s, c, shift, w, weighted, e, out)
-    else:
-        total, mass, _ = row_soft_pass(x, t, s, c, shift, w, weighted, e)
+    total, mass, _ = row_soft_pass(x, t, s, c, shift, w, weighted, e, out, keep)
     scale = coef * mass / total  # p[k] * coef * sum_j q[j] = exp(x[k] - shift) * scale
     kept, spread = coef * (1.0 - e), coef * e / c
     if keep:  # in float64, rounded once: p[k] * sum_j q[j] - q[k] cancels where p is near q
