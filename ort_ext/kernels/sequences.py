@@ -274,11 +274,14 @@ def extend(labels, length, blank, ext, penalty):
 
 @numba.njit(error_model="numpy", nogil=True, inline="always")
 def logsumexp3(a, b, c):
-    """log(exp(a) + exp(b) + exp(c)) from their maximum; -inf where all are -inf (not NaN); NaN passes through."""
-    top = select(b > a, b, a)
-    top = select(c > top, c, top)
+    """log(exp(a) + exp(b) + exp(c)) from their maximum; -inf where all are -inf (not NaN); NaN passes through,
+    and so does inf (as inf - inf). Two exponentials: the maximum's, exp(top - top), is 1 (0 at -inf)."""
+    high, low = select(b > a, b, a), select(b > a, a, b)
+    top, middle = select(c > high, c, high), select(c > high, high, c)
     safe = select(top == NEVER, 0.0, top)
-    return safe + log(exp(a - safe) + exp(b - safe) + exp(c - safe))
+    x = top - safe
+    own = select(x == 0.0, 1.0, select(x == NEVER, 0.0, np.nan))
+    return safe + log(own + exp(middle - safe) + exp(low - safe))
 
 
 @_jit
