@@ -282,8 +282,8 @@ def environment(threads: int, bandwidth: float, elements: int) -> dict:
 
         versions["torch"] = torch.__version__
     return {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpus": os.cpu_count(),
-            "cpu": _cpu_model(), "threads": threads, "stream_GBps": bandwidth / 1e9, "stream_elements": elements,
-            "versions": versions, "kernels": loader.code().source if loader.code() else "none"}
+            "cpu": cpu_model(), "threads": threads, "stream_GBps": bandwidth / 1e9, "stream_elements": elements,
+            "versions": versions, "kernels": kernels_source()}
 
 
 def _ms(seconds: float) -> str:
@@ -314,7 +314,12 @@ def render(rows: list[Row], env: dict, fixed: dict[str, float], memory: dict[str
 SUMMARY_SIZES = (1000, 100_000, 10_000_000)
 
 
-def _cpu_model() -> str:
+def kernels_source() -> str:
+    """Which machine code the kernels run: a prebuilt level's library or numba's JIT."""
+    return loader.code().source if loader.code() else "none"
+
+
+def cpu_model() -> str:
     try:
         with open("/proc/cpuinfo") as info:
             return next((line.split(":", 1)[1].strip() for line in info if line.startswith("model name")), "")

@@ -20,7 +20,7 @@ import onnxruntime
 from onnx import TensorProto, helper
 
 from . import opset
-from .bench import Stream
+from .bench import Stream, cpu_model, kernels_source
 from .conformance.specs import label_lists, log_softmax, target_sequences
 from .extras import available
 from .ort_ext import InferenceSession
@@ -154,8 +154,8 @@ def bench(blocks: int = 5, threads: int = 1, large: bool = False, compile_torch:
                              **{k: {"median": v.median, "spread": v.spread} for k, v in t.items() if k != "copy"}})
             print(table_row(rows[-2]), file=sys.stderr, flush=True)
             print(table_row(rows[-1]), file=sys.stderr, flush=True)
-    return {"environment": {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(),
-                            "cpus": os.cpu_count(), "threads": threads,
+    return {"environment": {"date": time.strftime("%Y-%m-%d"), "machine": platform.machine(), "cpu": cpu_model(),
+                            "cpus": os.cpu_count(), "threads": threads, "kernels": kernels_source(),
                             "versions": _versions()}, "rows": rows}
 
 
@@ -187,8 +187,11 @@ def table_row(row: dict) -> str:
 def table(run: dict) -> str:
     """The run as a Markdown table (what `lossops bench --classes` prints and the README shows)."""
     env = run["environment"]
-    head = (f"`lossops bench --classes`, {env['date']}, {env['machine']}, {env['cpus']} CPUs ({env['threads']} "
-            f"thread{'s' if env['threads'] > 1 else ''}), " + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
+    cpu = f"{env['cpu']}, " if env.get("cpu") else ""
+    kernels = f"kernels: {env['kernels']}, " if env.get("kernels") else ""
+    head = (f"`lossops bench --classes`, {env['date']}, {env['machine']}, {cpu}{env['cpus']} CPUs ({env['threads']} "
+            f"thread{'s' if env['threads'] > 1 else ''}), {kernels}"
+            + ", ".join(f"{k} {v}" for k, v in env["versions"].items()))
     lines = [head, "", "float32, `mean`; CrossEntropyLoss with a quarter of the rows ignored, "
              "SoftTargetCrossEntropyLoss against probabilities, MultilabelMarginLoss with up to five labels a row, "
              f"CtcLoss over (T, N, C) with targets of {CTC_LABELS} labels. "
