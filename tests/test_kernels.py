@@ -13,7 +13,7 @@ import pytest
 from lossops import bench, opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import Spec, spec_case
-from lossops.ort_ext.arrays import _planned, run
+from lossops.ort_ext.arrays import InvalidInput, _planned, run
 from lossops.ort_ext.kernels import engine, halves
 from lossops.ort_ext.kernels.native import STREAMING_STORES, view
 from lossops.ort_ext.kernels.registry import KERNELS
@@ -272,3 +272,25 @@ def test_streamed_outputs_follow_pytorch_and_equal_plain_stores(op_name, dtype):
     for lo in range(0, n, step):
         part = run(op_name, [None if a is None else a[lo:lo + step] for a in inputs], reduction="none")
         assert np.array_equal(part.view(np.uint8), whole[lo:lo + step].view(np.uint8)), lo
+
+
+@pytest.mark.parametrize("op_name", ["CtcLoss", "CtcLossBackward"])
+def test_a_bad_ctc_label_or_length_is_refused_before_any_read(op_name):
+    """A target label that is the blank, C or beyond, or negative, and a length beyond its bound, name the operator,
+    the input, the value and its place (with C and the blank for a label) before anything is read."""
+    op = opset.get(op_name)
+    lp = np.log(np.full((4, 2, 3), 1 / 3, np.float32))
+
+    def call(targets, input_lengths=(4, 4)):
+        given = {"grad_output": np.float32(1), "log_probs": lp, "targets": targets,
+                 "input_lengths": np.array(input_lengths), "target_lengths": np.array([2, 1])}
+        return run(op_name, [given[i.name] for i in op.inputs], reduction="sum", blank=0)
+
+    for bad in (0, 3, 1 << 40, -1):
+        with pytest.raises(InvalidInput, match=rf"{op_name}: input 'targets' must hold class indices in \[0, C\) "
+                                              rf"other than blank, up to each target length; it holds {bad} at flat "
+                                              rf"index 2 \(C = 3, blank 0\)"):
+            call(np.array([[1, 2], [bad, 1]]))
+    with pytest.raises(InvalidInput, match=rf"{op_name}: input 'input_lengths' .*4.* holds 5 at index 1"):
+        call(np.array([[1, 2], [1, 1]]), input_lengths=(4, 5))
+    call(np.array([[1, 2], [2, 0]]))  # past a sequence's target length a value is not read

@@ -220,29 +220,23 @@ def describe(w, address, names, full):
         pos = put_int(msg, pos, other)
         pos = put(msg, pos, _AT)
         pos = put_int(msg, pos, w[BAD_AT])
-    elif status == BAD_TARGET:
-        pos = put(msg, pos, _NOT_A_TARGET)
-        pos = put_int(msg, pos, other)
-        pos = put(msg, pos, _AT_INDEX)
-        pos = put_int(msg, pos, w[BAD_AT])
-        pos = put(msg, pos, _C_IS)
-        pos = put_int(msg, pos, w[CLASSES])
-        pos = put(msg, pos, _BLANK_IS)
-        pos = put_int(msg, pos, np.int64(view(address + 8 * PARAMS, 1, np.float64)[0]))
-        pos = put(msg, pos, _CLOSE)
     elif status == BAD_BLANK:
         pos = put(msg, pos, _BLANK_TEXTS[0])
         pos = put_int(msg, pos, np.int64(view(address + 8 * PARAMS, 1, np.float64)[0]))
         pos = put(msg, pos, _BLANK_TEXTS[1])
         pos = put_int(msg, pos, w[CLASSES])
         pos = put(msg, pos, _BLANK_TEXTS[2])
-    elif status == BAD_CLASS or status == BAD_LABEL:
-        pos = put(msg, pos, _NOT_A_CLASS if status == BAD_CLASS else _NOT_A_LABEL)
+    elif status == BAD_CLASS or status == BAD_LABEL or status == BAD_TARGET:  # a target sequence's also names blank
+        pos = put(msg, pos, _NOT_A_CLASS if status == BAD_CLASS else _NOT_A_LABEL if status == BAD_LABEL else
+                  _NOT_A_TARGET)
         pos = put_int(msg, pos, other)
         pos = put(msg, pos, _AT_INDEX)
         pos = put_int(msg, pos, w[BAD_AT])
         pos = put(msg, pos, _C_IS)
         pos = put_int(msg, pos, w[CLASSES])
+        if status == BAD_TARGET:
+            pos = put(msg, pos, _BLANK_IS)
+            pos = put_int(msg, pos, np.int64(view(address + 8 * PARAMS, 1, np.float64)[0]))
         pos = put(msg, pos, _CLOSE)
     elif status in (NOT_EXACT, NOT_FITS, NOT_ROWS, NOT_PER_CLASS, NOT_LOSS, NOT_TARGET_SEQUENCES, NOT_CONCATENATED,
                     NOT_LENGTHS):
