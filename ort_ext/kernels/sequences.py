@@ -274,8 +274,8 @@ def extend(labels, length, blank, ext, penalty):
 
 @numba.njit(error_model="numpy", nogil=True, inline="always")
 def logsumexp3(a, b, c):
-    """log(exp(a) + exp(b) + exp(c)) from their maximum; -inf where all are -inf (not NaN); NaN passes through,
-    and so does inf (as inf - inf). Two exponentials: the maximum's, exp(top - top), is 1 (0 at -inf)."""
+    """log(exp(a) + exp(b) + exp(c)) from their maximum; -inf where all are -inf (not NaN); NaN where a term is NaN
+    or +inf (inf - inf, as PyTorch's). Two exponentials: the maximum's, exp(top - top), is 1 (0 at -inf)."""
     high, low = select(b > a, b, a), select(b > a, a, b)
     top, middle = select(c > high, c, high), select(c > high, high, c)
     safe = select(top == NEVER, 0.0, top)
