@@ -293,4 +293,4 @@ def test_a_bad_ctc_label_or_length_is_refused_before_any_read(op_name):
             call(np.array([[1, 2], [bad, 1]]))
     with pytest.raises(InvalidInput, match=rf"{op_name}: input 'input_lengths' .*4.* holds 5 at index 1"):
         call(np.array([[1, 2], [1, 1]]), input_lengths=(4, 5))
-    call(np.array([[1, 2], [2, 0]]))  # past a sequence's target length a value is not read
+    call(np.array([[1, 2], [2, 0]]))  # past a sequence's target length a value is not checked, as in PyTorch
