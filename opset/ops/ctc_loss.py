@@ -148,7 +148,9 @@ class Recursion:
         # (N, W): 0 where a state may be reached from two before it (a label after the blank that follows a
         # different label), -inf elsewhere (a blank state's label is the blank two before: never)
         static = self.static_states
-        width = b.op("Slice", self.ext_shape, b.ints([1]), b.ints([2])) if static is None else b.ints([static[1]])
+        # (W,): the states' count
+        self.width = b.op("Slice", self.ext_shape, b.ints([1]), b.ints([2])) if static is None else b.ints([static[1]])
+        width = self.width
         minus = b.op("ConstantOfShape", self.seq.vector(self.seq.static_batch, self.seq.batch, 2),
                      value=helper.make_tensor("minus", TensorProto.INT64, [1], [-1]))
         before = b.op("Slice", b.op("Concat", minus, self.ext, axis=1), b.ints([0]), width, b.ints([1]))

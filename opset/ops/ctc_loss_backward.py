@@ -51,12 +51,14 @@ def decompose(b: Builder, log_probs: str) -> str:
     # at the end: onnxruntime ends the process (SIGFPE) on a TopK or a MatMul over a dim of 0 (1.24 to 1.31,
     # measured)
     both = b.op("Add", alphas, recursion.betas())
-    static = recursion.static_states
-    width = b.op("Slice", recursion.ext_shape, one, b.ints([2]))  # (W,)
-    no_sequence = b.op("ConstantOfShape", b.ints([seq.static_frames + 1, 1, static[1]]) if static and
-                       seq.static_frames is not None else b.op("Concat", b.op("Add", seq.vector(None, seq.frames), one),
-                                                               one, width, axis=0),
-                       value=helper.make_tensor("zero", wide, [1], [0.0]))
+    # the shapes of the zeros added: constants where static (TVM's importer takes no Concat of constants as one)
+    static, frames, c = recursion.static_states, seq.static_frames, seq.static_classes
+    zero = helper.make_tensor("zero", wide, [1], [0.0])
+    if static and frames is not None:
+        no_sequence_shape = b.ints([frames + 1, 1, static[1]])
+    else:
+        no_sequence_shape = b.op("Concat", b.op("Add", seq.vector(None, seq.frames), one), one, recursion.width, axis=0)
+    no_sequence = b.op("ConstantOfShape", no_sequence_shape, value=zero)
     both = b.op("Concat", both, no_sequence, axis=1)
     # the largest over the states (a TopK: a ReduceMax over given axes is opset 18, which onnx's version converter
     # cannot bring down to 13), 0 where it is -inf
@@ -64,10 +66,9 @@ def decompose(b: Builder, log_probs: str) -> str:
     top = b.op("Where", b.op("Equal", top, b.const(-math.inf, wide)), b.const(0.0, wide), top)
     classes = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), seq.classes, b.int_scalar(1)), b.ints([0, 1]))
     one_hot = b.op("Cast", b.op("Equal", b.op("Unsqueeze", recursion.ext, b.ints([2])), classes), to=wide)  # (N, W, C)
-    c = seq.static_classes
-    no_class = b.op("ConstantOfShape", b.ints([1, static[1], c]) if static and c is not None else b.op(
-        "Concat", one, width, seq.vector(None, seq.classes), axis=0),
-                    value=helper.make_tensor("zero", wide, [1], [0.0]))
+    no_class_shape = b.ints([1, static[1], c]) if static and c is not None else b.op(
+        "Concat", one, recursion.width, seq.vector(None, seq.classes), axis=0)
+    no_class = b.op("ConstantOfShape", no_class_shape, value=zero)
     # summed per class: (T + 1, N + 1, 1, W) @ (N + 1, W, C) (no Transpose first: onnxruntime 1.24 fuses one into
     # a FusedMatMul it has no float64 kernel of)
     summed = b.op("MatMul", b.op("Unsqueeze", b.op("Exp", b.op("Sub", both, top)), b.ints([2])),
