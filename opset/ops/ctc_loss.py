@@ -145,16 +145,15 @@ class Recursion:
         index = b.op("Tile", b.op("Unsqueeze", self.ext, b.ints([0])), self.seq.vector(self.seq.static_frames,
                                                                                       self.seq.frames, 1, 1))
         self.emit = b.op("GatherElements", log_probs, index, axis=2)
-        # (N, W): 0 where a state may be reached from two before it (a label after the blank that follows a
-        # different label), -inf elsewhere (a blank state's label is the blank two before: never)
         static = self.static_states
         # (W,): the states' count
         self.width = b.op("Slice", self.ext_shape, b.ints([1]), b.ints([2])) if static is None else b.ints([static[1]])
-        width = self.width
+        # (N, W): 0 where a state may be reached from two before it (a label after the blank that follows a
+        # different label), -inf elsewhere (a blank state's label is the blank two before: never)
         minus = b.op("ConstantOfShape", self.seq.vector(self.seq.static_batch, self.seq.batch, 2),
                      value=helper.make_tensor("minus", TensorProto.INT64, [1], [-1]))
-        before = b.op("Slice", b.op("Concat", minus, self.ext, axis=1), b.ints([0]), width, b.ints([1]))
-        self.states = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), b.op("Reshape", width, b.ints([])),
+        before = b.op("Slice", b.op("Concat", minus, self.ext, axis=1), b.ints([0]), self.width, b.ints([1]))
+        self.states = b.op("Unsqueeze", b.op("Range", b.int_scalar(0), b.op("Reshape", self.width, b.ints([])),
                                              b.int_scalar(1)), b.ints([0]))  # (1, W)
         never, zero = b.const(-math.inf, self.wide), b.const(0.0, self.wide)
         # -inf at the first two states too (none is two after another), which the Scan bodies read as their -inf
