@@ -134,6 +134,26 @@ def test_reduced_totals_are_rounded_once(dtype):
     assert np.array_equal(got.view(t).astype(np.float64), expected)
 
 
+@numba.njit
+def _widened(v):
+    return halves.widened(v)
+
+
+def test_widened_storage_multiplies_exactly_in_float32():
+    """The soft margin kernels skip the product's rounding error where `widened` holds: float16 and bfloat16
+    products are exact in float32 (bfloat16 where the product stays in float32's normal range)."""
+    assert [_widened(np.zeros(1, t)) for t in (np.uint16, np.int16, np.float32, np.float64)] == [True, True,
+                                                                                                  False, False]
+    rng = np.random.default_rng(0)
+    halves_ = np.arange(2**16, dtype=np.uint16).view(np.float16)
+    halves_ = halves_[np.isfinite(halves_)].astype(np.float32)
+    a, b = rng.choice(halves_, 10**6), rng.choice(halves_, 10**6)
+    assert np.array_equal((a * b).astype(np.float64), a.astype(np.float64) * b.astype(np.float64))
+    bf = rng.uniform(-30, 30, (2, 10**6)).astype(np.float32).astype(BF16).astype(np.float32)
+    a, b = np.ldexp(bf[0], rng.integers(-60, 60, 10**6)), bf[1]
+    assert np.array_equal((a * b).astype(np.float64), a.astype(np.float64) * b.astype(np.float64))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_tile_sum_is_accurate_and_in_a_fixed_order(dtype):
     """float32 terms in one float64 run: within m units of 2**-53 of their magnitude (any order's bound); float64

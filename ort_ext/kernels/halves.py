@@ -3,7 +3,8 @@ and int16 (bfloat16) and converted on the bits, one element at a time inside the
 
 `load(v)` widens a stored element to its compute type (float32 for both; float32/float64 stay as they are);
 `store(out, k, v)` rounds a compute-type value into the storage (nearest even, bit-exact with numpy's and
-ml_dtypes' casts); `store_rounded(out, k, x)` rounds a float64 (a reduced total) into the storage once.
+ml_dtypes' casts); `store_rounded(out, k, x)` rounds a float64 (a reduced total) into the storage once;
+`widened(v)` says whether an array's elements compute in a wider type than they are stored in.
 With F16C (x86-64) or on aarch64, float16 uses LLVM's own half conversions (one vcvtph2ps/vcvtps2ph per
 vector: 0.19 against 0.64 ns per element for the bit version, measured); without F16C, LLVM would call
 compiler-rt functions that numba does not link, so the bit versions below are used.
@@ -132,6 +133,18 @@ def _load(v):
     if v == types.int16:
         return lambda v: _bfloat_to_float(v)
     return lambda v: v
+
+
+def widened(v):
+    """Whether array v's elements compute in a wider type than they are stored in (float16 and bfloat16 in
+    float32): a product of two of them then has at most 22 significant bits, exact in float32 unless it
+    over- or underflows (bfloat16 has float32's range)."""
+
+
+@overload(widened, inline="always")
+def _widened(v):
+    narrow = isinstance(v, types.Array) and v.dtype in (types.uint16, types.int16)
+    return lambda v: narrow
 
 
 def store(out, k, v):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numba
 
-from ..halves import load, store
+from ..halves import load, store, widened
 from ..mathf import exp, product_error
 from ..native import like, select
 from ..registry import kernel
@@ -15,11 +15,12 @@ from ..registry import kernel
 @numba.njit(error_model="numpy", nogil=True)
 def soft_margin_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
     for k in range(m):
-        tmp[k] = exp(-abs(load(x[k]) * load(y[k])))
-    for k in range(m):
         xk, yk = load(x[k]), load(y[k])
         p = xk * yk
-        zero, one, err = like(p, 0), like(p, 1), product_error(xk, yk, p)
-        e = tmp[k] - tmp[k] * select(p > zero, err, -err)  # exp(-|x * y|) of the exact product, as the forward's
+        zero, one = like(p, 0), like(p, 1)
+        e = exp(-abs(p))
+        if not widened(x):  # exp(-|x * y|) of the exact product, as the forward's (exact already in float16)
+            err = product_error(xk, yk, p)
+            e = e - e * select(p > zero, err, -err)
         sigmoid = select(p <= zero, one, e) / (one + e)  # sigmoid(-p); a NaN p: NaN through e
         store(out, k, -yk * sigmoid * (load(g[k]) * scale))
