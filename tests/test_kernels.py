@@ -135,15 +135,20 @@ def test_reduced_totals_are_rounded_once(dtype):
 
 
 @numba.njit
-def _widened(v):
-    return halves.widened(v)
+def _exactness(v):
+    return halves.widened(v), halves.complement_exact(v)
 
 
-def test_widened_storage_multiplies_exactly_in_float32():
-    """The soft margin kernels skip the product's rounding error where `widened` holds: float16 and bfloat16
-    products are exact in float32 (bfloat16 where the product stays in float32's normal range)."""
-    assert [_widened(np.zeros(1, t)) for t in (np.uint16, np.int16, np.float32, np.float64)] == [True, True,
-                                                                                                  False, False]
+def test_what_the_storage_makes_exact_holds():
+    """The soft margin kernels skip the product's rounding error where `widened` holds (float16 and bfloat16
+    products are exact in float32, bfloat16 where the product stays in float32's normal range); BCE takes
+    log(1 - x) for log1p(-x) where `complement_exact` holds (every float16 in [0, 1])."""
+    storage = (np.uint16, np.int16, np.float32, np.float64)
+    assert [_exactness(np.zeros(1, t)) for t in storage] == [(True, True), (True, False), (False, False),
+                                                             (False, False)]
+    unit = np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    unit = unit[(unit >= 0) & (unit <= 1)]
+    assert np.array_equal((np.float32(1) - unit).astype(np.float64), 1.0 - unit.astype(np.float64))
     rng = np.random.default_rng(0)
     halves_ = np.arange(2**16, dtype=np.uint16).view(np.float16)
     halves_ = halves_[np.isfinite(halves_)].astype(np.float32)

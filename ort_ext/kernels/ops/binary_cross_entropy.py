@@ -5,7 +5,7 @@ from __future__ import annotations
 import numba
 
 from ....opset.ops.binary_cross_entropy import LOG_CLAMP
-from ..halves import load, store
+from ..halves import complement_exact, load, store
 from ..mathf import log, log1p
 from ..native import like, select
 from ..registry import kernel
@@ -19,6 +19,7 @@ def binary_cross_entropy(x, y, w, _a, _b, out, m, scale, _params, tmp):
         clamp = like(xk, LOG_CLAMP)
         log_x = log(xk)
         log_x = select(log_x < clamp, clamp, log_x)  # a clamp that keeps NaN (x outside [0, 1] is not checked)
-        log_1mx = log1p(-xk)
+        one = like(xk, 1)
+        log_1mx = log(one - xk) if complement_exact(x) else log1p(-xk)  # log1p's correction is 0 there
         log_1mx = select(log_1mx < clamp, clamp, log_1mx)
-        store(out, k, -(yk * log_x + (like(xk, 1) - yk) * log_1mx) * load(w[k]))
+        store(out, k, -(yk * log_x + (one - yk) * log_1mx) * load(w[k]))
