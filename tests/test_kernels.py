@@ -136,18 +136,20 @@ def test_reduced_totals_are_rounded_once(dtype):
 
 @numba.njit
 def _exactness(v):
-    return halves.widened(v), halves.complement_exact(v)
+    return halves.widened(v), halves.holds_float16(v)
 
 
 def test_what_the_storage_makes_exact_holds():
     """The soft margin kernels skip the product's rounding error where `widened` holds (float16 and bfloat16
-    products are exact in float32, bfloat16 where the product stays in float32's normal range); BCE takes
-    log(1 - x) for log1p(-x) where `complement_exact` holds (every float16 in [0, 1])."""
+    products are exact in float32, bfloat16 where the product stays in float32's normal range); where
+    `holds_float16`, BCE takes log(1 - x) for log1p(-x) (exact for every float16 in [0, 1]) and BCE and KL
+    take a log without the scaling of subnormals (no float16 is subnormal in float32)."""
     storage = (np.uint16, np.int16, np.float32, np.float64)
     assert [_exactness(np.zeros(1, t)) for t in storage] == [(True, True), (True, False), (False, False),
                                                              (False, False)]
-    unit = np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
-    unit = unit[(unit >= 0) & (unit <= 1)]
+    every = np.arange(2**16, dtype=np.uint16).view(np.float16).astype(np.float32)
+    assert np.abs(every[np.isfinite(every) & (every != 0)]).min() >= np.finfo(np.float32).tiny
+    unit = every[(every >= 0) & (every <= 1)]
     assert np.array_equal((np.float32(1) - unit).astype(np.float64), 1.0 - unit.astype(np.float64))
     rng = np.random.default_rng(0)
     halves_ = np.arange(2**16, dtype=np.uint16).view(np.float16)

@@ -101,6 +101,18 @@ def test_special_values():
     assert got[0] == -np.inf and np.isnan(got[1]) and got[2] == np.inf and got[3] == 0
 
 
+def test_log_normal_is_log_where_no_input_is_subnormal():
+    """log_normal (float16's values, never subnormal in float32) drops log's scaling of subnormals and nothing
+    else: the same bits as log at every float32 but the subnormals, the special values included."""
+    x = _all_float32(13)
+    x = np.concatenate([x[~((np.abs(x) < np.finfo(np.float32).tiny) & (x != 0))],
+                        np.float32([0, -0.0, np.inf, -np.inf, np.nan, -1])])
+    got, want = np.empty_like(x), np.empty_like(x)
+    _loop(mathf.log_normal)(x, got)
+    _loop(mathf.log)(x, want)
+    assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
+
+
 @pytest.mark.parametrize("hardware_fma", [True, False], ids=["fused", "float64"])
 def test_a_float32_products_rounding_error_is_exact_either_way(hardware_fma, monkeypatch):
     """product_error32 (a fused multiply-add where the machine has one, float64 elsewhere: native.FMA_FLAG)

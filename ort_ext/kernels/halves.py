@@ -4,7 +4,7 @@ and int16 (bfloat16) and converted on the bits, one element at a time inside the
 `load(v)` widens a stored element to its compute type (float32 for both; float32/float64 stay as they are);
 `store(out, k, v)` rounds a compute-type value into the storage (nearest even, bit-exact with numpy's and
 ml_dtypes' casts); `store_rounded(out, k, x)` rounds a float64 (a reduced total) into the storage once;
-`widened(v)` and `complement_exact(v)` say what an array's storage makes exact in its compute type.
+`widened(v)` and `holds_float16(v)` say what an array's storage makes exact in its compute type.
 With F16C (x86-64) or on aarch64, float16 uses LLVM's own half conversions (one vcvtph2ps/vcvtps2ph per
 vector: 0.19 against 0.64 ns per element for the bit version, measured); without F16C, LLVM would call
 compiler-rt functions that numba does not link, so the bit versions below are used.
@@ -147,13 +147,13 @@ def _widened(v):
     return lambda v: narrow
 
 
-def complement_exact(v):
-    """Whether 1 - x is exact in the compute type for every x of array v in [0, 1]: float16's values are
-    multiples of 2**-24, float32's spacing just below 1 (bfloat16 reaches 2**-133, where 1 - x rounds)."""
+def holds_float16(v):
+    """Whether array v stores float16, whose values are multiples of 2**-24 (in float32: none is subnormal, and
+    1 - x is exact for x in [0, 1], float32's spacing just below 1 being 2**-24); bfloat16 has neither."""
 
 
-@overload(complement_exact, inline="always")
-def _complement_exact(v):
+@overload(holds_float16, inline="always")
+def _holds_float16(v):
     half = isinstance(v, types.Array) and v.dtype == types.uint16
     return lambda v: half
 

@@ -163,7 +163,19 @@ def _exp64(x):
 
 @_inline
 def _log32(x):
+    return _log32_of(x, True)
+
+
+@_inline
+def _log32_normal(x):
+    return _log32_of(x, False)
+
+
+@_inline
+def _log32_of(x, subnormals):
     tiny = x < np.float32(1.1754944e-38)  # subnormal (or 0, negative): scale into the normal range first
+    if not subnormals:  # a constant where this is inlined: the scaling folds away
+        tiny = False
     xs = select(tiny, x * np.float32(8388608.0), x)
     b = bits32(xs)
     e = ((b >> 23) & 0xFF) - 127 - select(tiny, np.int64(23), np.int64(0))
@@ -237,12 +249,17 @@ def log(x):
     """Natural log; -inf at 0, NaN below 0, inf at inf."""
 
 
+def log_normal(x):
+    """log(x) for an x that is never subnormal (float16's values in float32): without the scaling subnormals need."""
+
+
 def log1p_unit(e):
     """log(1 + e) for 0 <= e <= 1."""
 
 
 overload(exp)(_by_precision(_exp32, _exp64))
 overload(log)(_by_precision(_log32, _log64))
+overload(log_normal)(_by_precision(_log32_normal, _log64))
 overload(log1p_unit)(_by_precision(_log1p_unit32, _log1p_unit64))
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numba
 
-from ..halves import load, store
-from ..mathf import exp, log
+from ..halves import holds_float16, load, store
+from ..mathf import exp, log, log_normal
 from ..native import like, select
 from ..registry import kernel
 
@@ -21,5 +21,6 @@ def kl_div(x, t, _a, _b, _c, out, m, scale, params, tmp):
         for k in range(m):
             tk = load(t[k])
             zero = like(tk, 0)
-            t_log_t = select(tk == zero, zero, tk * log(tk))  # xlogy(t, t): 0 at t == 0
+            log_t = log_normal(tk) if holds_float16(t) else log(tk)
+            t_log_t = select(tk == zero, zero, tk * log_t)  # xlogy(t, t): 0 at t == 0
             store(out, k, t_log_t - tk * load(x[k]))

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..halves import load, store
-from ..mathf import exp, log
+from ..halves import holds_float16, load, store
+from ..mathf import exp, log, log_normal
 from ..native import like, select
 from ..registry import kernel
 
@@ -22,6 +22,6 @@ def kl_div_target_backward(g, x, t, _a, _b, out, m, scale, params, tmp):
     else:
         for k in range(m):
             tk = load(t[k])
-            log_t = log(tk)
+            log_t = log_normal(tk) if holds_float16(t) else log(tk)
             d = select(abs(log_t) < like(tk, np.inf), log_t + like(tk, 1) - load(x[k]), like(tk, np.nan))
             store(out, k, d * (load(g[k]) * scale))
