@@ -19,7 +19,7 @@ def soft_margin_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
         p = xk * yk
         zero, one = like(p, 0), like(p, 1)
         e = exp(-abs(p))
-        if not widened(x):  # exp(-|x * y|) of the exact product, as the forward's (exact already in float16)
+        if not widened(x):  # exp(-|x * y|) of the exact product, as the forward's (float16, bfloat16: exact already)
             err = product_error(xk, yk, p)
             e = e - e * select(p > zero, err, -err)
         sigmoid = select(p <= zero, one, e) / (one + e)  # sigmoid(-p); a NaN p: NaN through e
