@@ -10,11 +10,15 @@ Methods (textbook ones, e.g. Muller, "Elementary Functions", ch. 11):
   |r| <= ln2/2 exactly; exp(r) by its Taylor polynomial, which at that |r| is already below the last bit
   (degree 7 for float32: 5e-9; degree 13 for float64: 4e-18); 2**k as two factors so that k down to
   the subnormal range and up to overflow stays representable.
-- log(x) = e*ln2 + log(m), m in [sqrt(1/2), sqrt(2)); log(m) = 2*atanh(s), s = (m-1)/(m+1), |s| <= 0.1716,
-  by the series 2s + 2s*z*(1/3 + z/5 + ...), z = s^2, to below the last bit (float32: 4 terms after 2s,
-  float64: 10): the correction is under 1 % of 2s, so its roundings hardly count and one fused multiply-add
-  adds it (2s*(1 + z/3 + ...) rounded as one product measured 3.2 ulps in float32; this form 1.9).
-- log1p(u) = log(v) - ((v - 1) - u) / v with v = 1 + u: the second term undoes the rounding of 1 + u.
+- log(x) = e*ln2 + log(m), m in [sqrt(1/2), sqrt(2)). float64: log(m) = 2*atanh(s), s = (m-1)/(m+1),
+  |s| <= 0.1716, by the series 2s + 2s*z*(1/3 + z/5 + ...), z = s^2, to below the last bit (10 terms after
+  2s): the correction is under 1 % of 2s, so its roundings hardly count and one fused multiply-add adds it.
+  float32: with r = m - 1 (exact), log(m) = r + (r^3*Q(r) - r^2/2), Q of degree 8 fitted to
+  (log1p(r) - r + r^2/2)/r^3 on Chebyshev nodes (the fit's error is 4e-9 of the result): no division, whose
+  vector form occupies the same two ports as every other 512-bit operation, and the error below 1 ulp.
+- log1p(u) with v = 1 + u and c = u - (v - 1), the part of u that rounding 1 + u lost: float64 as
+  log(v) + c/v; float32 as e*ln2 + log(1 + r) with v = m*2**e as in log and r = (m - 1) + c/2**e, so that
+  neither divides (r is u itself when e = 0).
 - log1p of e in [0, 1] (softplus' log1p(exp(-|x|))): in float32, e * P(e) with P of degree 9 fitted to
   log1p(e)/e on Chebyshev nodes (near-minimax, 5e-9 relative before rounding): no division, and full relative
   accuracy for tiny e. Against the atanh form below (which float64 keeps) it measured 0.35 against 0.56 ns per
@@ -52,10 +56,9 @@ _LOG2E_32, _LOG2E_64 = np.float32(float(1 / _LN2)), float(1 / _LN2)
 _SQRT2_32, _SQRT2_64 = np.float32(np.sqrt(2.0)), float(np.sqrt(2.0))
 _SQRT2_M1_64 = float(np.sqrt(2.0) - 1)
 
-# Taylor coefficients 1/j! of exp, and 1/(2j+1) (from j = 1) of (atanh(s)/s - 1)/s^2 in s^2
+# Taylor coefficients 1/j! of exp, and 1/(2j+1) (from j = 1) of (atanh(s)/s - 1)/s^2 in s^2 (float64's log)
 _EXP_32 = tuple(np.float32(1 / np.prod(np.arange(1, j + 1, dtype=np.float64))) for j in range(8))
 _EXP_64 = tuple(float(1 / np.prod(np.arange(1, j + 1, dtype=np.float64))) for j in range(14))
-_ATANH_32 = tuple(np.float32(1 / (2 * j + 1)) for j in range(1, 6))
 _ATANH_64 = tuple(1 / (2 * j + 1) for j in range(1, 12))
 
 
@@ -67,6 +70,14 @@ def _chebyshev_fit(f, lo: float, hi: float, degree: int) -> tuple[np.float32, ..
     fit = np.polynomial.Chebyshev.fit(x, f(x), degree, domain=[lo, hi])
     return tuple(np.float32(c) for c in fit.convert(kind=np.polynomial.Polynomial).coef)  # in x itself
 
+
+def _log1p_cubic_term(r: np.ndarray) -> np.ndarray:
+    """(log1p(r) - r + r^2/2) / r^3 for |r| < 1/2, summed as its series (no cancellation near r = 0)."""
+    n = np.arange(3, 64)
+    return ((-1.0) ** (n + 1) / n * r[:, None] ** (n - 3)).sum(axis=1)
+
+
+_LOG_M_32 = _chebyshev_fit(_log1p_cubic_term, float(_SQRT2_32) / 2 - 1, float(_SQRT2_32) - 1, 8)
 
 # log1p(e)/e on [0, 1] (1 at e = 0)
 _LOG1P_OVER_E_32 = _chebyshev_fit(lambda e: np.log1p(e) / np.where(e == 0, 1.0, e) + (e == 0), 0.0, 1.0, 9)
@@ -86,6 +97,15 @@ def _poly8(r, c):
 
 
 @_inline
+def _poly9(r, c):
+    r2 = r * r
+    r4 = r2 * r2
+    lo = fmuladd(fmuladd(c[3], r, c[2]), r2, fmuladd(c[1], r, c[0]))
+    hi = fmuladd(fmuladd(c[7], r, c[6]), r2, fmuladd(c[5], r, c[4]))
+    return fmuladd(fmuladd(c[8], r4, hi), r4, lo)
+
+
+@_inline
 def _poly14(r, c):
     r2 = r * r
     r4 = r2 * r2
@@ -98,21 +118,8 @@ def _poly14(r, c):
 
 
 @_inline
-def _poly5(z, c):
-    z2 = z * z
-    return fmuladd(fmuladd(c[4], z, c[3]), z2 * z, fmuladd(fmuladd(c[2], z, c[1]), z, c[0]))
-
-
-@_inline
-def _two_atanh32(s):
-    """2*atanh(s) = 2s + 2s*z*poly(z), z = s^2, the small correction added by one fused multiply-add."""
-    two_s = s + s
-    z = s * s
-    return fmuladd(two_s * z, _poly5(z, _ATANH_32), two_s)
-
-
-@_inline
 def _two_atanh64(s):
+    """2*atanh(s) = 2s + 2s*z*poly(z), z = s^2, the small correction added by one fused multiply-add."""
     two_s = s + s
     z = s * s
     return fmuladd(two_s * z, _poly11(z, _ATANH_64), two_s)
@@ -176,18 +183,48 @@ def _log32_of(x, subnormals):
     tiny = x < np.float32(1.1754944e-38)  # subnormal (or 0, negative): scale into the normal range first
     if not subnormals:  # a constant where this is inlined: the scaling folds away
         tiny = False
-    xs = select(tiny, x * np.float32(8388608.0), x)
-    b = bits32(xs)
-    e = ((b >> 23) & 0xFF) - 127 - select(tiny, np.int64(23), np.int64(0))
-    m = float32_of((b & 0x7FFFFF) | 0x3F800000)  # [1, 2)
-    big = m > _SQRT2_32
-    m = select(big, m * np.float32(0.5), m)
-    ef = small_int_to(e + select(big, np.int64(1), np.int64(0)), m)
-    log_m = _two_atanh32((m - np.float32(1.0)) / (m + np.float32(1.0)))
-    y = fmuladd(ef, _LN2_HI_32, fmuladd(ef, _LN2_LO_32, log_m))
+    e, m, _ = _exponent_mantissa32(select(tiny, x * np.float32(8388608.0), x))
+    e = e - select(tiny, np.int64(23), np.int64(0))
+    y = _log32_reduced(small_int_to(e, m), m - np.float32(1.0))
     y = select(x == 0, np.float32(-np.inf), y)
     y = select(x < 0, np.float32(np.nan), y)
     return select((x != x) | (x == np.inf), x, y)
+
+
+@_inline
+def _exponent_mantissa32(x):
+    """x = m * 2**e for a positive normal x, m in [sqrt(1/2), sqrt(2)); also 2**-e (0 from e = 127 on)."""
+    b = bits32(x)
+    m = float32_of((b & 0x7FFFFF) | 0x3F800000)  # [1, 2)
+    big = m > _SQRT2_32
+    half = select(big, np.float32(0.5), np.float32(1.0))
+    # 32-bit integer operations only: LLVM keeps int64 ones (numba's type) at half the vector width
+    inverse = float32_of(0x7F000000 - (b & 0x7F800000)) * half
+    return ((b >> 23) & 0xFF) - 127 + select(big, np.int64(1), np.int64(0)), m * half, inverse
+
+
+@_inline
+def _log32_reduced(ef, r):
+    """ef*ln2 + log1p(r) for r in [sqrt(1/2) - 1, sqrt(2) - 1]."""
+    r2 = r * r
+    log_m = r + fmuladd(r2 * r, _poly9(r, _LOG_M_32), np.float32(-0.5) * r2)
+    return fmuladd(ef, _LN2_HI_32, fmuladd(ef, _LN2_LO_32, log_m))
+
+
+@_inline
+def _log1p32(u):
+    v = u + np.float32(1.0)  # never subnormal for u >= -1
+    c = u - (v - np.float32(1.0))  # what rounding 1 + u lost: exact up to u = 2**24, beyond that it hardly counts
+    e, m, inverse = _exponent_mantissa32(v)
+    # log1p(u) = e*ln2 + log(m + c/2**e), and m + c/2**e is 1 + r with r = (m - 1) + c/2**e (r = u when e = 0)
+    r = (m - np.float32(1.0)) + c * inverse
+    # below 2**-24 log1p(u) is u to the last bit; r**3 would fall into the subnormals (slow on x86)
+    tiny = abs(u) < np.float32(2.0**-24)
+    y = _log32_reduced(small_int_to(e, m), select(tiny, np.float32(0.0), r))
+    y = select(tiny, u, y)
+    y = select(v == 0, np.float32(-np.inf), y)
+    y = select(u < np.float32(-1.0), np.float32(np.nan), y)
+    return select((u != u) | (u == np.inf), u, y)
 
 
 @_inline
@@ -264,13 +301,18 @@ overload(log1p_unit)(_by_precision(_log1p_unit32, _log1p_unit64))
 
 
 @_inline
+def _log1p64(u):
+    v = u + 1.0
+    y = _log64(v) - ((v - 1.0) - u) / v
+    y = select(v == 0.0, -np.inf, y)
+    return select((v == 1.0) | (u == np.inf), u, y)
+
+
 def log1p(u):
     """log(1 + u) for u >= -1, accurate for small u."""
-    one = like(u, 1)
-    v = u + one
-    y = log(v) - ((v - one) - u) / v
-    y = select(v == like(u, 0), like(u, -np.inf), y)
-    return select((v == one) | (u == np.inf), u, y)
+
+
+overload(log1p)(_by_precision(_log1p32, _log1p64))
 
 
 @_inline
