@@ -193,7 +193,7 @@ def _log32_of(x, subnormals):
 
 @_inline
 def _exponent_mantissa32(x):
-    """x = m * 2**e for a positive normal x, m in [sqrt(1/2), sqrt(2)); also 2**-e (0 from e = 127 on)."""
+    """x = m * 2**e for a positive normal x, m in [sqrt(1/2), sqrt(2)); also 2**-e (0 for x >= 2**127)."""
     b = bits32(x)
     m = float32_of((b & 0x7FFFFF) | 0x3F800000)  # [1, 2)
     big = m > _SQRT2_32
