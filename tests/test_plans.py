@@ -215,6 +215,43 @@ def test_matrix_crosses_every_threshold():
     assert seen >= expected
 
 
+PREFETCHING = [name for name in TILED if KERNELS[name].prefetch]
+
+
+def _full_operands(op_name: str, attrs: dict, dtype: str) -> int:
+    """How many of the operator's operands the engine reads FULL when every input has the whole shape."""
+    s = spec(op_name, Point("small", 2, 3), "full", attrs, seed=0)
+    plan = _planned(op_name, [None if a is None else a.astype(np_dtype(dtype)) for a in s.inputs], attrs)[0][0]
+    return sum(int(k) == engine.FULL for k in plan["operands"]["kind"])
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean"])
+@pytest.mark.parametrize(("op_name", "dtype"), [(op, DTYPES[k % len(DTYPES)]) for k, op in enumerate(PREFETCHING)])
+def test_prefetched_steps_match_pytorch_and_the_tile_at_once(op_name, dtype, reduction):
+    """A call whose FULL operands reach PREFETCH_BYTES runs in prefetching steps (in the kernels that ask for
+    it): just below the threshold the plan says no, just above it yes. There, with a last tile and step that are
+    partial, the kernels inside onnxruntime follow PyTorch float64 within the conformance tolerance and the
+    serial front end to the bit; with reduction `none` the result also equals, bit for bit, slices of it computed
+    under the threshold (the tile at once). The dtypes take turns over the operators."""
+    attrs = attribute_sets(op_name)[0] | ({"reduction": reduction} if "reduction" in attribute_sets(op_name)[0] else {})
+    per_element = _full_operands(op_name, attrs, dtype) * np_dtype(dtype).itemsize
+    at = -(-engine.PREFETCH_BYTES // per_element)
+    for n, expected in ((at - 1, 0), (at + engine.TILE // 2 + 7, 1)):
+        s = spec(op_name, Point("prefetch", 1, n), "full", attrs, seed=n)
+        inputs = [None if a is None else a.astype(np_dtype(dtype)) for a in s.inputs]
+        assert int(_planned(op_name, inputs, attrs)[0][0]["prefetch"]) == expected, n
+    case = spec_case(s, dtype)
+    in_ort = BACKENDS["kernels"](case.model, case.inputs)
+    assert in_ort.tobytes() == run(op_name, inputs, **attrs).tobytes()
+    ok, _, message = case.check(in_ort)
+    assert ok, message
+    if attrs.get("reduction") == "none":  # elementwise and unscaled: each element depends on its own inputs only
+        half = n // 2
+        parts = [run(op_name, [a if a is None or a.ndim == 0 else a[..., part] for a in inputs], **attrs)
+                 for part in (slice(0, half), slice(half, n))]
+        assert np.concatenate(parts, axis=-1).tobytes() == in_ort.tobytes()
+
+
 @pytest.mark.parametrize("op_name", ["KlDiv", "KlDiv-mean", "KlDivBackward"])
 def test_more_than_2_to_31_elements(op_name, request):
     """A computed shape of 2**31 + 2**16 elements through broadcasting (an element count past int32), on the

@@ -38,6 +38,7 @@ from numba.extending import overload
 
 from .halves import store_rounded
 from .layout import (  # noqa: F401 (the record's names, re-exported for the front ends' and tests' use)
+    _AHEAD_BYTES,
     _BATCHMEAN,
     _BLOCK_SUMS,
     _BLOCK_SUMS_BYTES,
@@ -52,6 +53,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     _TILE_BYTES,
     ABSENT,
     ACCUMULATOR,
+    AHEAD_BYTES,
     BFLOAT16,
     CHUNK,
     CULPRIT,
@@ -114,6 +116,8 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     PLAN,
     PLAN_BYTES,
     PLAN_WORDS,
+    PREFETCH,
+    PREFETCH_BYTES,
     RANK,
     REDUCE,
     REDUCTION,
@@ -121,6 +125,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     RULE_CODES,
     SCALE,
     STATUS,
+    STEP_BYTES,
     STREAM,
     STREAM_BYTES,
     SUMBACK,
@@ -137,7 +142,7 @@ from .layout import (  # noqa: F401 (the record's names, re-exported for the fro
     N,
 )
 from .messages import describe, put, put_int  # noqa: F401 (put, put_int: for compiled.py)
-from .native import call_planner, stack, store_fence, stream_copy, streams, view
+from .native import call_planner, prefetch, stack, store_fence, stream_copy, streams, view
 
 _jit = numba.njit(error_model="numpy", nogil=True)  # cached only inside the entry points (cache.py)
 
@@ -279,6 +284,11 @@ def planner(address):
         task_tiles = (ntiles + ntasks - 1) // ntasks
         ntasks = (ntiles + task_tiles - 1) // task_tiles
     w[NTILES], w[TASK_TILES], w[NTASKS], w[CHUNK] = ntiles, task_tiles, ntasks, chunk
+    full_bytes = 0
+    for j in range(n_inputs):
+        if w[_operand(j) + O_KIND] == FULL:
+            full_bytes += w[N] * w[ITEMSIZE]
+    w[PREFETCH] = full_bytes >= PREFETCH_BYTES and full_bytes > 0
 
     nbytes = 0
     for j in range(n_inputs):
@@ -492,6 +502,26 @@ def _task_for(op_name: str):
 
     tile = KERNELS[op_name].tile
 
+    stepped = KERNELS[op_name].prefetch  # a constant where numba compiles `run`
+
+    @_jit
+    def run(v0, v1, v2, v3, v4, out, m, scale, params, tmp, ahead):
+        """The tile loop over m elements: at once, or where the kernel prefetches and `ahead` holds the addresses
+        AHEAD_BYTES on in the tile's FULL operands (0 for the others; its last word, the item size: 0 where the
+        call is too small), in steps of STEP_BYTES, each first asking for the lines of the same step ahead."""
+        itemsize = ahead[MAX_INPUTS]
+        if not stepped or itemsize == 0:
+            tile(v0, v1, v2, v3, v4, out, m, scale, params, tmp)
+            return
+        step = STEP_BYTES // itemsize
+        for s in range(0, m, step):
+            for j in range(MAX_INPUTS):
+                if ahead[j] != 0:
+                    for line in range(ahead[j] + s * itemsize, ahead[j] + s * itemsize + STEP_BYTES, 64):
+                        prefetch(line)
+            e = min(m, s + step)
+            tile(v0[s:e], v1[s:e], v2[s:e], v3[s:e], v4[s:e], out[s:e], e - s, scale, params, tmp)
+
     @_jit
     def task(address, i, principal, dtype, compute):
         w = view(address, PLAN_WORDS, np.int64)
@@ -508,9 +538,15 @@ def _task_for(op_name: str):
         origin = view(stack(_OPERAND_BYTES), MAX_INPUTS, np.int64)
         period = view(stack(_OPERAND_BYTES), MAX_INPUTS, np.int64)
         gathers = False
+        # the prefetch addresses of a tile's FULL operands, then the item size (0: the tile at once)
+        ahead = view(stack(_AHEAD_BYTES), MAX_INPUTS + 1, np.int64)
+        full = view(stack(_OPERAND_BYTES), MAX_INPUTS, np.int64)
+        prefetching = w[PREFETCH] != 0
+        ahead[MAX_INPUTS] = w[ITEMSIZE] if prefetching else 0
         for j in range(MAX_INPUTS):
             a = _operand(j)
             kind = w[a + O_KIND]
+            full[j] = kind == FULL
             if kind == FULL:
                 origin[j], period[j] = w[a + O_ADDRESS], max(w[N], 1)
             elif kind == PERIODIC or kind == ABSENT:
@@ -540,15 +576,19 @@ def _task_for(op_name: str):
             v2 = view(origin[2] + (lo % period[2]) * itemsize, m, dtype)
             v3 = view(origin[3] + (lo % period[3]) * itemsize, m, dtype)
             v4 = view(origin[4] + (lo % period[4]) * itemsize, m, dtype)
+            if prefetching:
+                there = lo * itemsize + AHEAD_BYTES
+                for j in range(MAX_INPUTS):
+                    ahead[j] = origin[j] + there if full[j] and there < n * itemsize else 0
             if mode == ELEMENTWISE:
                 out = w[OUT_ADDRESS] + lo * itemsize
                 if streamed:  # computed into L1, then streamed out (TILE * itemsize keeps `out` 32-byte aligned)
-                    tile(v0, v1, v2, v3, v4, view(staged, m, dtype), m, scale, params, tmp)
+                    run(v0, v1, v2, v3, v4, view(staged, m, dtype), m, scale, params, tmp, ahead)
                     stream_copy(out, staged, m * itemsize)
                 else:
-                    tile(v0, v1, v2, v3, v4, view(out, m, dtype), m, scale, params, tmp)
+                    run(v0, v1, v2, v3, v4, view(out, m, dtype), m, scale, params, tmp, ahead)
                 continue
-            tile(v0, v1, v2, v3, v4, result, m, scale, params, tmp)
+            run(v0, v1, v2, v3, v4, result, m, scale, params, tmp, ahead)
             if mode == REDUCE:
                 chunk = w[CHUNK]
                 partials = view(w[WORKSPACE] + w[PARTIALS], (w[NTILES] + chunk - 1) // chunk, np.float64)

@@ -20,6 +20,12 @@ NAMES_BYTES = 256  # the operator's and its inputs' names, NUL-separated, for th
 # reads each line it writes, so a large output costs twice its bytes; below this size an output may still be in
 # the writing core's L2 when the next node reads it, so smaller ones are stored as usual (docs/speed.md).
 STREAM_BYTES = 2 << 20
+# A kernel registered with `prefetch` runs a call whose full operands (those read element by element) hold at least
+# PREFETCH_BYTES in steps of STEP_BYTES of each, first asking for the lines AHEAD_BYTES further on (a software
+# prefetch): on its own the hardware left those loops' loads waiting on memory; in most loops with exp and log
+# the steps' calls cost more than the waits (docs/speed.md). Below PREFETCH_BYTES the data was in cache.
+PREFETCH_BYTES = 64 << 20
+STEP_BYTES, AHEAD_BYTES = 512, 2048
 # A REDUCE call keeps a float64 partial per tile, or per run of tiles where it has more than this many tiles.
 MAX_PARTIALS = 1 << 20
 # A SUMBACK call splits over tasks (one accumulator of the output's size each) only where every task covers at least
@@ -66,6 +72,7 @@ PLAN = np.dtype([
     ("scale", np.float64),
     ("out_rank", _i8), ("out_numel", _i8), ("out_address", _i8),
     ("stream", _i8),  # 1: the output is written with non-temporal stores (when its address allows)
+    ("prefetch", _i8),  # 1: the call is large enough that a kernel registered with `prefetch` does
     ("workspace", _i8), ("workspace_bytes", _i8), ("partials", _i8), ("accumulator", _i8),
     ("rank", _i8), ("dims", _i8, (MAX_RANK,)),  # F, merged
     # a class loss (kernels/rows.py): its C classes, the elements of one class's plane (d1 * d2 * ...), the
@@ -86,14 +93,14 @@ def _word(dtype: np.dtype, name: str) -> int:
 
 
 _FIELDS = ("status", "culprit", "other", "elem_type", "itemsize", "reduction", "params", "mode", "n", "ntiles",
-           "task_tiles", "ntasks", "chunk", "scale", "out_rank", "out_numel", "out_address", "stream", "workspace",
-           "workspace_bytes", "partials", "accumulator", "rank", "dims", "classes", "inner", "kept", "spread", "bad_at",
-           "out_dims", "operands", "op")
+           "task_tiles", "ntasks", "chunk", "scale", "out_rank", "out_numel", "out_address", "stream", "prefetch",
+           "workspace", "workspace_bytes", "partials", "accumulator", "rank", "dims", "classes", "inner", "kept",
+           "spread", "bad_at", "out_dims", "operands", "op")
 # every field but the bytes, each named: a field added to PLAN and not here fails the import
 assert set(_FIELDS) == set(PLAN.names) - {"names", "message"}, set(PLAN.names) ^ set(_FIELDS)
 (STATUS, CULPRIT, OTHER, ELEM_TYPE, ITEMSIZE, REDUCTION, PARAMS, MODE, N, NTILES, TASK_TILES, NTASKS, CHUNK, SCALE,
- OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS, CLASSES,
- INNER, KEPT, SPREAD, BAD_AT, OUT_DIMS, OPERANDS, OP) = (_word(PLAN, f) for f in _FIELDS)
+ OUT_RANK, OUT_NUMEL, OUT_ADDRESS, STREAM, PREFETCH, WORKSPACE, WORKSPACE_BYTES, PARTIALS, ACCUMULATOR, RANK, DIMS,
+ CLASSES, INNER, KEPT, SPREAD, BAD_AT, OUT_DIMS, OPERANDS, OP) = (_word(PLAN, f) for f in _FIELDS)
 NAMES, MESSAGE = PLAN.fields["names"][1], PLAN.fields["message"][1]  # in bytes
 # the words of `op`: input count, principal input, reduces, 1 + the input whose shape the output has (0: F),
 # tiles per task, then per input slot its shape rule (RULE_CODES), whether it is optional, whether the loop
@@ -113,8 +120,11 @@ _GATHER_BYTES = 8 * TILE * MAX_INPUTS
 _BLOCK_SUMS = TILE // 128
 _BLOCK_SUMS_BYTES = 8 * _BLOCK_SUMS
 _OPERAND_BYTES = 8 * MAX_INPUTS
-# the stack a thread uses while it runs a task: gathered operands, two compute tiles, a multi-index, views
-TASK_STACK_BYTES = _GATHER_BYTES + 2 * _TILE_BYTES + _RANK_BYTES + 2 * _OPERAND_BYTES + _BLOCK_SUMS_BYTES
+_AHEAD_BYTES = 8 * (MAX_INPUTS + 1)
+# the stack a thread uses while it runs a task: gathered operands, two compute tiles, a multi-index, views and
+# prefetch addresses
+TASK_STACK_BYTES = (_GATHER_BYTES + 2 * _TILE_BYTES + _RANK_BYTES + 3 * _OPERAND_BYTES + _AHEAD_BYTES
+                    + _BLOCK_SUMS_BYTES)
 
 # A kernel's state (ort_ext/host.py writes it at session creation into C memory ORT frees; the compiled
 # `compute` reads it on every run): int64 words, then the parameters as float64.

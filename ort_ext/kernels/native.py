@@ -186,6 +186,24 @@ def stream_32(typingctx, dst, src):
 
 
 @intrinsic
+def prefetch(typingctx, address):
+    """A hint to bring the cache line at `address` (an integer) into every cache level; never faults, whatever
+    the address. llvm.prefetch: x86-64's prefetcht0, aarch64's prfm."""
+    if not isinstance(address, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        i32 = ir.IntType(32)
+        fn = builder.module.declare_intrinsic(
+            "llvm.prefetch", fnty=ir.FunctionType(ir.VoidType(), [_i8p, i32, i32, i32]))
+        read, every_level, data = ir.Constant(i32, 0), ir.Constant(i32, 3), ir.Constant(i32, 1)
+        builder.call(fn, [builder.inttoptr(args[0], _i8p), read, every_level, data])
+        return context.get_dummy_value()
+
+    return types.void(address), codegen
+
+
+@intrinsic
 def store_fence(typingctx):
     """sfence: the non-temporal stores before it are visible before any store after it. x86-64's instruction,
     emitted where numba lowers for x86-64 only; the engine calls it on its streamed path alone, which the

@@ -33,6 +33,7 @@ class Kernel:
     task_tiles: int  # tiles per task: a task is the unit of work handed to a thread
     rows: bool = False  # a class loss: `tile` is its row function, run by kernels/rows.py
     sequences: bool = False  # a sequence loss: `tile` is its sequence function, run by kernels/sequences.py
+    prefetch: bool = False  # a large call runs in steps that prefetch (layout.PREFETCH_BYTES)
 
     @property
     def description(self) -> np.ndarray:
@@ -86,10 +87,12 @@ def sequence_kernel(op_name: str):
     return register
 
 
-def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
+def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int, prefetch: bool = False):
     """Register a tile loop as the kernel of `op_name`; it reads the data of the inputs named in `reads`.
     `task_elements` is how much work a thread takes at a time: enough that handing it over costs little
-    (measured with `lossops bench`: 64K elements for the memory-bound loops, 16K for those with exp/log)."""
+    (measured with `lossops bench`: 64K elements for the memory-bound loops, 16K for those with exp/log).
+    `prefetch`: a large call runs in steps that ask for their data ahead (layout.PREFETCH_BYTES), for the loops
+    measured faster so: the steps' calls cost the loops with much arithmetic more than the waits they save."""
     op = opset.get(op_name)
     if len(op.params) > layout.MAX_PARAMS:
         raise ValueError(f"{op_name}: {len(op.params)} parameters; the kernels carry at most {layout.MAX_PARAMS} "
@@ -101,7 +104,7 @@ def kernel(op_name: str, *, reads: tuple[str, ...], task_elements: int):
         if unknown:
             raise ValueError(f"{op_name}: reads unknown inputs {sorted(unknown)}")
         slots = tuple(n in reads for n in names) + (False,) * (layout.MAX_INPUTS - len(names))
-        return _registered(op, tile, slots, task_elements)
+        return _registered(op, tile, slots, task_elements, prefetch=prefetch)
 
     return register
 

@@ -94,6 +94,7 @@ from .layout import (
     PARAMS,
     PARTIALS,
     PLAN_WORDS,
+    PREFETCH,
     RANK,
     REDUCE,
     REDUCTION,
@@ -375,7 +376,7 @@ def planner(address):
         w[MODE], w[OUT_RANK], w[OUT_NUMEL] = ELEMENTWISE, rank, n
         for d in range(rank):
             w[OUT_DIMS + d] = w[x + O_DIMS + d]
-    w[STREAM] = 0
+    w[STREAM], w[PREFETCH] = 0, 0
     per_task = max(1, task_tiles * TILE // max(c, 1))
     if w[MODE] == REDUCE and (rows + per_task - 1) // per_task > MAX_PARTIALS:
         per_task = (rows + MAX_PARTIALS - 1) // MAX_PARTIALS

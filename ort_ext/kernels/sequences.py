@@ -84,6 +84,7 @@ from .layout import (
     PARAMS,
     PARTIALS,
     PLAN_WORDS,
+    PREFETCH,
     RANK,
     REDUCE,
     REDUCTION,
@@ -239,7 +240,7 @@ def planner(address):
         w[MODE], w[OUT_RANK], w[OUT_NUMEL] = ELEMENTWISE, 3, frames * batch * c
         for d in range(3):
             w[OUT_DIMS + d] = w[a + O_DIMS + d]
-    w[STREAM] = 0
+    w[STREAM], w[PREFETCH] = 0, 0
     # the workspace: each sequence's first label's offset, its float64 loss, then the tasks' scratch
     w[PARTIALS] = 8 * batch
     w[WORKSPACE_BYTES] = 16 * batch + w[_TASK_BYTES] * batch

@@ -10,7 +10,8 @@ from ..native import like, select
 from ..registry import kernel
 
 
-@kernel("BinaryCrossEntropyBackward", reads=("grad_output", "input", "target", "weight"), task_elements=1 << 16)
+@kernel("BinaryCrossEntropyBackward", reads=("grad_output", "input", "target", "weight"), task_elements=1 << 16,
+        prefetch=True)
 @numba.njit(error_model="numpy", nogil=True)
 def binary_cross_entropy_backward(g, x, y, w, _, out, m, scale, _params, tmp):
     for k in range(m):

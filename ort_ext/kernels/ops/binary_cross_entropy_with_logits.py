@@ -10,7 +10,8 @@ from ..native import fmuladd, like, select
 from ..registry import kernel
 
 
-@kernel("BinaryCrossEntropyWithLogits", reads=("input", "target", "weight", "pos_weight"), task_elements=1 << 14)
+@kernel("BinaryCrossEntropyWithLogits", reads=("input", "target", "weight", "pos_weight"), task_elements=1 << 14,
+        prefetch=True)
 @numba.njit(error_model="numpy", nogil=True)
 def binary_cross_entropy_with_logits(x, y, w, p, _, out, m, scale, _params, tmp):
     # Two passes over the tile: exp alone, then the rest. One fused pass was slower (the two

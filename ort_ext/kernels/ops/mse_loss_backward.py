@@ -10,7 +10,7 @@ from ..native import like
 from ..registry import kernel
 
 
-@kernel("MseLossBackward", reads=("grad_output", "input", "target"), task_elements=1 << 16)
+@kernel("MseLossBackward", reads=("grad_output", "input", "target"), task_elements=1 << 16, prefetch=True)
 @numba.njit(error_model="numpy", nogil=True)
 def mse_loss_backward(g, x, y, _a, _b, out, m, scale, _params, tmp):
     for k in range(m):

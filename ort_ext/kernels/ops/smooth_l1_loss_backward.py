@@ -10,7 +10,7 @@ from ..native import like, select
 from ..registry import kernel
 
 
-@kernel("SmoothL1LossBackward", reads=("grad_output", "input", "target"), task_elements=1 << 16)
+@kernel("SmoothL1LossBackward", reads=("grad_output", "input", "target"), task_elements=1 << 16, prefetch=True)
 @numba.njit(error_model="numpy", nogil=True)
 def smooth_l1_loss_backward(g, x, y, _a, _b, out, m, scale, params, tmp):
     for k in range(m):
