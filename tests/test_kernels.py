@@ -9,10 +9,12 @@ import ml_dtypes
 import numba
 import numpy as np
 import pytest
+import torch
 
 from lossops import bench, opset
 from lossops.conformance.backends import BACKENDS
 from lossops.conformance.cases import Spec, spec_case
+from lossops.conformance.tolerance import compare
 from lossops.ort_ext.arrays import InvalidInput, _planned, run
 from lossops.ort_ext.kernels import engine, halves
 from lossops.ort_ext.kernels.native import STREAMING_STORES, view
@@ -299,6 +301,30 @@ def test_streamed_outputs_follow_pytorch_and_equal_plain_stores(op_name, dtype):
     for lo in range(0, n, step):
         part = run(op_name, [None if a is None else a[lo:lo + step] for a in inputs], reduction="none")
         assert np.array_equal(part.view(np.uint8), whole[lo:lo + step].view(np.uint8)), lo
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("beta", [1e30, 1e-30, 1e-40, 0.3])
+def test_smooth_l1_at_extreme_betas_follows_pytorch(beta, dtype):
+    """SmoothL1Loss and its gradient with differences on beta's scale, on the kernels and on the decomposition,
+    held to PyTorch float64: at a float32 beta of 1e30 z * z overflows and at 1e-30 it underflows (both divide
+    before they multiply), at 1e-40 beta and the losses are subnormal in float32."""
+    r = np.random.default_rng(7)
+    x, y = (r.standard_normal((3, 1001)) * beta for _ in range(2))
+    g = r.standard_normal((3, 1001))
+    b = float(np.float32(beta))  # the attribute is a float32
+    xt = torch.tensor(x.astype(dtype).astype(np.float64), requires_grad=True)
+    loss = torch.nn.functional.smooth_l1_loss(xt, torch.tensor(y.astype(dtype).astype(np.float64)),
+                                              reduction="none", beta=b)
+    loss.backward(torch.tensor(g.astype(dtype).astype(np.float64)))
+    for op_name, inputs, ref in (("SmoothL1Loss", [x, y], loss.detach().numpy()),
+                                 ("SmoothL1LossBackward", [g, x, y], xt.grad.numpy())):
+        spec = Spec(f"extreme_beta_{op_name}", op_name, [a.astype(dtype) for a in inputs],
+                    {"reduction": "none", "beta": beta})
+        case = spec_case(spec, dtype)
+        for backend in ("kernels", "decomposition"):
+            ok, _, message = compare(BACKENDS[backend](case.model, case.inputs), ref, dtype)
+            assert ok, f"{op_name} on {backend}: {message}"
 
 
 @pytest.mark.parametrize("op_name", ["CtcLoss", "CtcLossBackward"])

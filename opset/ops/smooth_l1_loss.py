@@ -26,7 +26,8 @@ def decompose(b: Builder, x: str, y: str) -> str:
     beta, half = b.param("beta"), b.const(0.5)
     # half of a known beta as a constant: CANN's graph mode claims no node of constants alone
     half_beta = b.const(0.5 * float(b.attrs["beta"])) if "beta" in b.attrs else b.op("Mul", half, beta)
-    quadratic = b.op("Div", b.op("Mul", b.op("Mul", half, z), z), beta)
+    # 0.5 * z * (z / beta): below beta z / beta < 1, so nothing overflows or underflows before the result does
+    quadratic = b.op("Mul", b.op("Mul", half, z), b.op("Div", z, beta))
     linear = b.op("Sub", z, half_beta)
     return b.op("Where", b.op("Less", z, beta), quadratic, linear)
 

@@ -1,5 +1,5 @@
-"""Kernel of SmoothL1Loss: 0.5 * z * z / beta below beta, z - 0.5 * beta above, z = |x - y| (PyTorch's order);
-the engine reduces it."""
+"""Kernel of SmoothL1Loss: 0.5 * z * z / beta below beta, z - 0.5 * beta above, z = |x - y|; the engine reduces
+it."""
 
 from __future__ import annotations
 
@@ -17,5 +17,7 @@ def smooth_l1_loss(x, y, _a, _b, _c, out, m, scale, params, tmp):
         xk = load(x[k])
         z = abs(xk - load(y[k]))
         beta, half = like(xk, params[0]), like(xk, 0.5)
-        # both sides computed, one kept: at beta = 0 the quadratic side's 0/0 is never the result
-        store(out, k, select(z < beta, half * z * z / beta, z - half * beta))
+        # 0.5 * z * (z / beta): z / beta < 1 below beta, so nothing overflows or underflows before the result does;
+        # PyTorch's 0.5 * z * z / beta squares first (inf at a float32 beta of 1e30, 0 at 1e-30). Both sides
+        # computed, one kept: at beta = 0 the quadratic side's 0/0 is never the result.
+        store(out, k, select(z < beta, half * z * (z / beta), z - half * beta))
