@@ -504,7 +504,8 @@ def _task_for(op_name: str):
 
     stepped = KERNELS[op_name].prefetch  # a constant where numba compiles `run`
 
-    @_jit
+    # inlined into `task` by numba: called, its arrays passed as arguments cost up to a third of a float16 tile
+    @numba.njit(error_model="numpy", nogil=True, inline="always")
     def run(v0, v1, v2, v3, v4, out, m, scale, params, tmp, ahead):
         """The tile loop over m elements: at once, or where the kernel prefetches and `ahead` holds the addresses
         AHEAD_BYTES on in the tile's FULL operands (0 for the others; its last word, the item size: 0 where the
@@ -541,7 +542,7 @@ def _task_for(op_name: str):
         # the prefetch addresses of a tile's FULL operands, then the item size (0: the tile at once)
         ahead = view(stack(_AHEAD_BYTES), MAX_INPUTS + 1, np.int64)
         full = view(stack(_OPERAND_BYTES), MAX_INPUTS, np.int64)
-        prefetching = w[PREFETCH] != 0
+        prefetching = stepped and w[PREFETCH] != 0
         ahead[MAX_INPUTS] = w[ITEMSIZE] if prefetching else 0
         for j in range(MAX_INPUTS):
             a = _operand(j)
